@@ -1,0 +1,53 @@
+# cdcmirror: `make help` lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+CLI    := $(BIN)/cdcmirror
+
+.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart clean
+
+help: ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(BIN)/activate: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(BIN)/activate
+
+install: $(BIN)/activate ## Python virtualenv with cdcmirror and the dev tools
+
+system-deps: ## JDK, Maven, docker-compose client from Debian (when missing)
+	bash scripts/install-system-deps.sh
+
+provision: ## PostgreSQL (logical replication) + MariaDB (row binlog), started
+	bash scripts/provision-sources.sh
+
+jars: install system-deps ## resolve the pinned JVM jars into ~/.cache/cdcmirror/jars
+	$(CLI) jars resolve
+
+stack-up: jars ## Kafka (KRaft) + Kafka Connect with Debezium on 127.0.0.1
+	$(CLI) stack up
+
+stack-down: ## stop the local stack
+	$(CLI) stack down
+
+lint: install ## ruff (lint + format) and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: install ## unit tests (no services)
+	$(BIN)/pytest -q cdcmirror tests
+
+integration: install ## integration tests against the real services
+	$(BIN)/pytest -q integration_tests
+
+test: system-deps install provision stack-up lint ## everything: install, provision, start, lint, all tests
+	$(BIN)/pytest cdcmirror tests integration_tests
+
+quickstart: system-deps install provision stack-up ## the local demo end to end
+	$(BIN)/python scripts/quickstart.py
+
+clean: ## remove the virtualenv and local state of this checkout
+	rm -rf $(VENV) .cdcmirror .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,189 @@
+"""The `cdcmirror` command line. Only this module configures logging handlers."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from cdcmirror.exceptions import EXIT_DRIFT, CdcMirrorError
+
+F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger("cdcmirror")
+
+
+def handle_errors(func: F) -> F:
+    """Turn cdcmirror's own errors into one clean message and the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except CdcMirrorError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Config file (default ./cdcmirror.toml if present, else local defaults).",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--log-level",
+    envvar="CDCMIRROR_LOG_LEVEL",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+@click.version_option(package_name="cdcmirror")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, output: str, log_level: str) -> None:
+    """cdcmirror: mirror MySQL/MariaDB and PostgreSQL into Apache Iceberg."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    ctx.obj = {"config_path": config_path, "output": output}
+
+
+@cli.group()
+def stack() -> None:
+    """The local Kafka (KRaft) + Kafka Connect (Debezium) stack, on loopback, without Docker."""
+
+
+def _print_status(ctx: click.Context, statuses: list[Any]) -> None:
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
+        return
+    click.echo(f"{'part':<9} {'state':<10} {'address':<24} {'pid':<8} log")
+    for s in statuses:
+        click.echo(f"{s.name:<9} {s.state:<10} {s.address:<24} {s.pid or '-':<8} {s.log}")
+
+
+@stack.command("up")
+@click.pass_context
+@handle_errors
+def stack_up(ctx: click.Context) -> None:
+    """Start the broker and the Connect worker (idempotent); return when both are healthy."""
+    from cdcmirror.stack.control import Stack
+
+    _print_status(ctx, Stack().up(progress=_say))
+
+
+@stack.command("down")
+@handle_errors
+def stack_down() -> None:
+    """Stop the processes `stack up` started."""
+    from cdcmirror.stack.control import Stack
+
+    Stack().down(progress=_say)
+
+
+@stack.command("status")
+@click.pass_context
+@handle_errors
+def stack_status(ctx: click.Context) -> None:
+    """Show each part, its address and pid; exit 1 unless every part is healthy."""
+    from cdcmirror.stack.control import Stack
+
+    statuses = Stack().status()
+    _print_status(ctx, statuses)
+    if any(s.state != "healthy" for s in statuses):
+        sys.exit(EXIT_DRIFT)
+
+
+@cli.group()
+def jars() -> None:
+    """The pinned JVM jars (cdcmirror/jvm/manifest.toml) and their cache."""
+
+
+@jars.command("resolve")
+@click.argument("groups", nargs=-1)
+@click.pass_context
+@handle_errors
+def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
+    """Download the jar groups (all by default) from Maven Central unless already cached."""
+    from cdcmirror.jvm.resolve import resolve_all
+
+    result = resolve_all(names=groups or None, progress=_say)
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps({k: str(v) for k, v in result.items()}, indent=2))
+    else:
+        for name, path in result.items():
+            click.echo(f"{name:<20} {path}")
+
+
+@cli.command("check")
+@click.pass_context
+@handle_errors
+def check(ctx: click.Context) -> None:
+    """Check that the configured Kafka and Kafka Connect answer (exit 2 when one does not)."""
+    from cdcmirror.config import load_config
+    from cdcmirror.exceptions import ServiceUnavailableError
+    from cdcmirror.stack import health
+
+    config = load_config(ctx.obj["config_path"])
+    kafka = str(config.get("kafka", "bootstrap_servers"))
+    connect = str(config.get("connect", "url"))
+    if not health.broker_answers_metadata(kafka, timeout=5.0):
+        raise ServiceUnavailableError(
+            f"Kafka at {kafka} does not answer; start it (`cdcmirror stack up`) or fix "
+            "kafka.bootstrap_servers"
+        )
+    click.echo(f"kafka    ok  {kafka}")
+    plugins = health.connect_plugins(connect, timeout=5.0)
+    if plugins is None:
+        raise ServiceUnavailableError(
+            f"Kafka Connect at {connect} does not answer; start it (`cdcmirror stack up`) "
+            "or fix connect.url"
+        )
+    debezium = sorted(p for p in plugins if p.startswith("io.debezium."))
+    click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the effective configuration."""
+
+
+@config_group.command("show")
+@click.pass_context
+@handle_errors
+def config_show(ctx: click.Context) -> None:
+    """Print the effective configuration, secrets masked."""
+    from cdcmirror.config import load_config, redacted
+
+    config = load_config(ctx.obj["config_path"])
+    click.echo(json.dumps(redacted(config), indent=2))
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except click.exceptions.Exit as exc:  # pragma: no cover - click handles this itself
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

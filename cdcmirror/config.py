@@ -1,0 +1,225 @@
+"""The TOML configuration: defaults, environment overrides, validation. Pure apart from reading.
+
+Every key can be overridden by ``CDCMIRROR_<SECTION>__<KEY>`` (nested tables add more
+``__<KEY>`` parts). Secrets (``source.password``) should come from the environment; they are
+never included in what :func:`redacted` returns.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.exceptions import ConfigError
+
+ENV_PREFIX = "CDCMIRROR_"
+DEFAULT_CONFIG_FILE = "cdcmirror.toml"
+SECRET_KEYS = frozenset({("source", "password")})
+MASK = "***"
+
+# section -> key -> type; "table" keys take free-form sub-tables.
+SCHEMA: dict[str, dict[str, str]] = {
+    "source": {"dialect": "str", "url": "str", "include": "list", "name": "str", "password": "str"},
+    "kafka": {"bootstrap_servers": "str"},
+    "connect": {"url": "str", "secrets": "str"},
+    "iceberg": {"namespace": "str", "catalog": "table"},
+    "mirror": {"trigger": "str", "checkpoint_location": "str", "deletes": "str"},
+    "spark": {"master": "str", "jars": "list", "conf": "table"},
+}
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "source": {
+        "dialect": "postgresql",
+        "url": "postgresql://cdc@127.0.0.1:5432/shop",
+        "include": ["public.*"],
+        "name": "shop",
+        "password": "",
+    },
+    "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+    "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
+    "iceberg": {"namespace": "shop_mirror", "catalog": {}},
+    "mirror": {
+        "trigger": "10 seconds",
+        "checkpoint_location": ".cdcmirror/checkpoints/shop",
+        "deletes": "hard",
+    },
+    "spark": {"master": "local[2]", "jars": [], "conf": {}},
+}
+
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("source", "dialect"): ("postgresql", "mysql"),
+    ("connect", "secrets"): ("file", "env"),
+    ("mirror", "deletes"): ("hard", "soft"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated configuration; ``base_dir`` anchors relative paths."""
+
+    values: Mapping[str, Mapping[str, Any]]
+    base_dir: Path
+    source_file: Path | None = None
+    overrides: tuple[str, ...] = field(default=())
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    def path(self, section: str, key: str) -> Path:
+        """A path-valued key, relative to ``base_dir`` unless absolute."""
+        p = Path(str(self.get(section, key))).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def state_dir(self) -> Path:
+        """``./.cdcmirror``: the embedded catalog, warehouse and checkpoints live here."""
+        return self.base_dir / ".cdcmirror"
+
+
+def _coerce(section: str, key: str, kind: str, value: Any, origin: str) -> Any:
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{origin}: {section}.{key} must be a string, got {value!r}")
+        choices = CHOICES.get((section, key))
+        if choices and value not in choices:
+            raise ConfigError(
+                f"{origin}: {section}.{key} = {value!r} is not one of {', '.join(choices)}"
+            )
+        return value
+    if kind == "list":
+        if isinstance(value, str):  # from the environment: comma-separated
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{origin}: {section}.{key} must be a list of strings")
+        return list(value)
+    if kind == "table":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{origin}: [{section}.{key}] must be a table")
+        return {str(k): v for k, v in value.items()}
+    raise AssertionError(kind)
+
+
+def _merge_file(values: dict[str, dict[str, Any]], data: Mapping[str, Any], origin: str) -> None:
+    for section, body in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(
+                f"{origin}: unknown section [{section}]; known sections: "
+                f"{', '.join(sorted(SCHEMA))}"
+            )
+        if not isinstance(body, dict):
+            raise ConfigError(f"{origin}: {section} must be a table ([{section}])")
+        for key, value in body.items():
+            kind = SCHEMA[section].get(key)
+            if kind is None:
+                raise ConfigError(
+                    f"{origin}: unknown key {section}.{key}; keys of [{section}]: "
+                    f"{', '.join(sorted(SCHEMA[section]))}"
+                )
+            values[section][key] = _coerce(section, key, kind, value, origin)
+
+
+def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) -> list[str]:
+    applied = []
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        section, key, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
+        kind = SCHEMA.get(section, {}).get(key)
+        if kind is None:
+            raise ConfigError(
+                f"environment variable {name} names unknown config key {section}.{key}; "
+                "unset it or fix its name (CDCMIRROR_<SECTION>__<KEY>)"
+            )
+        if kind == "table":
+            if not rest:
+                raise ConfigError(f"{name}: {section}.{key} is a table; name a key inside it")
+            target = values[section][key]
+            for part in rest[:-1]:
+                target = target.setdefault(part, {})
+            target[rest[-1]] = raw
+        else:
+            if rest:
+                raise ConfigError(f"{name}: {section}.{key} has no sub-keys")
+            values[section][key] = _coerce(section, key, kind, raw, name)
+        applied.append(name)
+    return applied
+
+
+def load_config(
+    path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Defaults, then the TOML file, then ``CDCMIRROR_<SECTION>__<KEY>`` overrides.
+
+    ``path=None`` reads ``./cdcmirror.toml`` when it exists and runs on defaults otherwise;
+    an explicit path that does not exist is an error.
+    """
+    environ = os.environ if environ is None else environ
+    cwd = cwd or Path.cwd()
+    values: dict[str, dict[str, Any]] = {
+        s: {
+            k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+            for k, v in body.items()
+        }
+        for s, body in DEFAULTS.items()
+    }
+    source_file: Path | None = None
+    if path is None:
+        candidate = cwd / DEFAULT_CONFIG_FILE
+        source_file = candidate if candidate.is_file() else None
+    else:
+        source_file = Path(path).expanduser()
+        if not source_file.is_absolute():
+            source_file = cwd / source_file
+        if not source_file.is_file():
+            raise ConfigError(
+                f"config file {source_file} does not exist; pass an existing file to "
+                "--config, or run without it to use the local defaults"
+            )
+    if source_file is not None:
+        try:
+            data = tomllib.loads(source_file.read_text("utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source_file}: not valid TOML: {exc}") from exc
+        _merge_file(values, data, str(source_file))
+    applied = _merge_env(values, environ)
+    base_dir = source_file.parent if source_file is not None else cwd
+    return Config(
+        values=values, base_dir=base_dir, source_file=source_file, overrides=tuple(applied)
+    )
+
+
+def redacted(config: Config) -> dict[str, dict[str, Any]]:
+    """The configuration as plain data with every secret masked, safe to print."""
+    out: dict[str, dict[str, Any]] = {}
+    for section, body in config.values.items():
+        out[section] = {}
+        for key, value in body.items():
+            if (section, key) in SECRET_KEYS:
+                value = MASK if value else ""
+            elif section == "source" and key == "url":
+                value = mask_url_password(str(value))
+            out[section][key] = value
+    return out
+
+
+def mask_url_password(url: str) -> str:
+    """Hide the password of a URL.
+
+    >>> mask_url_password("postgresql://cdc:s3cret@127.0.0.1:5432/shop")
+    'postgresql://cdc:***@127.0.0.1:5432/shop'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    if ":" not in creds:
+        return url
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:{MASK}@{host}"

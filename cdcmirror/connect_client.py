@@ -1,0 +1,113 @@
+"""A small client of the Kafka Connect REST API (stdlib HTTP; no secrets logged)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from cdcmirror.exceptions import ConnectorError, ServiceUnavailableError
+
+logger = logging.getLogger(__name__)
+
+
+class ConnectClient:
+    """Create, validate, inspect and delete connectors on one Connect cluster."""
+
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")
+            with contextlib.suppress(ValueError, AttributeError):
+                detail = json.loads(detail).get("message", detail)
+            raise ConnectorError(
+                f"Kafka Connect at {self.url} answered {exc.code} to {method} {path}: {detail}"
+            ) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise ServiceUnavailableError(
+                f"Kafka Connect at {self.url} cannot be reached ({exc}); start it "
+                "(`cdcmirror stack up`) or fix connect.url"
+            ) from exc
+        return json.loads(raw) if raw else None
+
+    def validate(self, config: dict[str, str]) -> list[str]:
+        """Errors Connect's validate endpoint reports for a config, as 'key: message' lines."""
+        cls = urllib.parse.quote(config["connector.class"], safe="")
+        result = self._request("PUT", f"/connector-plugins/{cls}/config/validate", config)
+        errors = []
+        for item in result.get("configs", []):
+            value = item.get("value", {})
+            for message in value.get("errors", []):
+                errors.append(f"{value.get('name')}: {message}")
+        return errors
+
+    def put(self, name: str, config: dict[str, str]) -> dict[str, Any]:
+        """Create or update a connector (idempotent), after validating its config."""
+        config = {**config, "name": name}
+        errors = self.validate(config)
+        if errors:
+            raise ConnectorError(
+                f"Kafka Connect rejects the config of connector {name!r}:\n  " + "\n  ".join(errors)
+            )
+        quoted = urllib.parse.quote(name, safe="")
+        result: dict[str, Any] = self._request("PUT", f"/connectors/{quoted}/config", config)
+        return result
+
+    def status(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "GET", f"/connectors/{urllib.parse.quote(name, safe='')}/status"
+        )
+        return result
+
+    def config(self, name: str) -> dict[str, str]:
+        result: dict[str, str] = self._request(
+            "GET", f"/connectors/{urllib.parse.quote(name, safe='')}/config"
+        )
+        return result
+
+    def names(self) -> list[str]:
+        return list(self._request("GET", "/connectors"))
+
+    def delete(self, name: str) -> None:
+        if name in self.names():
+            self._request("DELETE", f"/connectors/{urllib.parse.quote(name, safe='')}")
+
+    def wait_running(self, name: str, timeout: float = 90.0) -> dict[str, Any]:
+        """Wait until the connector and all its tasks are RUNNING; fail with the trace if not."""
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            try:
+                status = self.status(name)
+            except ConnectorError:
+                time.sleep(0.5)
+                continue
+            states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+            if "FAILED" in states:
+                traces = [t.get("trace", "") for t in status["tasks"] if t["state"] == "FAILED"]
+                trace = (traces or [status["connector"].get("trace", "")])[0]
+                raise ConnectorError(
+                    f"connector {name!r} FAILED: {trace.splitlines()[0] if trace else '?'}"
+                )
+            if status["tasks"] and all(s == "RUNNING" for s in states):
+                return status
+            time.sleep(0.5)
+        raise ConnectorError(f"connector {name!r} not RUNNING after {timeout:.0f}s: {status}")

@@ -1,0 +1,48 @@
+"""Every error cdcmirror raises on purpose, with the exit code the CLI turns it into.
+
+Exit codes (DESIGN.md): 0 ok, 1 drift / data problem found, 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+
+
+class CdcMirrorError(Exception):
+    """Base class: a message meant for the user, and the exit code to leave with."""
+
+    exit_code = EXIT_USAGE
+
+
+class ConfigError(CdcMirrorError):
+    """The configuration file or an override is missing, malformed or names an unknown key."""
+
+
+class ServiceUnavailableError(CdcMirrorError):
+    """A service cdcmirror needs (database, Kafka, Kafka Connect) cannot be reached."""
+
+    transient = True
+
+
+class ArtifactResolutionError(CdcMirrorError):
+    """A JVM artefact of the manifest could not be resolved from Maven Central."""
+
+
+class StackError(CdcMirrorError):
+    """The local Kafka / Kafka Connect stack could not be started, checked or stopped."""
+
+
+class PortInUseError(StackError):
+    """A port the stack needs is taken by a process cdcmirror did not start."""
+
+
+class ConnectorError(CdcMirrorError):
+    """Kafka Connect refused a connector config or reports the connector failed."""
+
+
+class DriftError(CdcMirrorError):
+    """The mirror does not match its source."""
+
+    exit_code = EXIT_DRIFT

@@ -1,0 +1,162 @@
+"""The JVM artefact manifest: pure parsing and the Maven project text each group resolves with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from xml.sax.saxutils import escape
+
+from cdcmirror.exceptions import ArtifactResolutionError
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """A Maven coordinate ``group:artifact:version``."""
+
+    group: str
+    artifact: str
+    version: str
+
+    @classmethod
+    def parse(cls, text: str) -> Coordinate:
+        """Parse ``g:a:v``.
+
+        >>> Coordinate.parse("org.apache.kafka:kafka_2.13:4.1.1").artifact
+        'kafka_2.13'
+        """
+        parts = text.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise ArtifactResolutionError(
+                f"manifest coordinate {text!r} is not of the form group:artifact:version"
+            )
+        return cls(*parts)
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+
+@dataclass(frozen=True)
+class ArtifactGroup:
+    """One directory of jars: the artefacts, their runtime dependencies, minus exclusions."""
+
+    name: str
+    path: str
+    artifacts: tuple[Coordinate, ...]
+    exclude: tuple[str, ...]
+
+    def fingerprint(self) -> str:
+        """A hash of everything that decides the group's content; a change means re-resolve."""
+        spec = {
+            "artifacts": [str(a) for a in self.artifacts],
+            "exclude": sorted(self.exclude),
+        }
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """All pinned versions and artefact groups."""
+
+    versions: dict[str, str]
+    groups: dict[str, ArtifactGroup]
+
+
+def parse_manifest(text: str) -> Manifest:
+    """Parse the manifest TOML, substituting ``{name}`` with ``[versions]`` entries.
+
+    >>> m = parse_manifest('''
+    ... [versions]
+    ... k = "1.0"
+    ... [groups.a]
+    ... artifacts = ["g:a_{k}:{k}"]
+    ... ''')
+    >>> str(m.groups["a"].artifacts[0]), m.groups["a"].path
+    ('g:a_1.0:1.0', 'a')
+    """
+    data = tomllib.loads(text)
+    versions = {str(k): str(v) for k, v in data.get("versions", {}).items()}
+
+    def expand(value: str) -> str:
+        try:
+            return value.format(**versions)
+        except KeyError as exc:
+            raise ArtifactResolutionError(
+                f"manifest entry {value!r} names version {exc.args[0]!r}, "
+                "which [versions] does not define"
+            ) from exc
+
+    groups: dict[str, ArtifactGroup] = {}
+    for name, spec in data.get("groups", {}).items():
+        unknown = set(spec) - {"artifacts", "exclude", "path"}
+        if unknown:
+            raise ArtifactResolutionError(
+                f"manifest group {name!r} has unknown keys {sorted(unknown)}"
+            )
+        groups[name] = ArtifactGroup(
+            name=name,
+            path=expand(spec.get("path", name)),
+            artifacts=tuple(Coordinate.parse(expand(a)) for a in spec["artifacts"]),
+            exclude=tuple(expand(e) for e in spec.get("exclude", [])),
+        )
+    return Manifest(versions=versions, groups=groups)
+
+
+def load_manifest() -> Manifest:
+    """The manifest shipped with the package."""
+    text = resources.files("cdcmirror.jvm").joinpath("manifest.toml").read_text("utf-8")
+    return parse_manifest(text)
+
+
+def build_pom(group: ArtifactGroup) -> str:
+    """A throw-away Maven project whose dependencies are the group's artefacts."""
+    deps = "\n".join(
+        "    <dependency>"
+        f"<groupId>{escape(c.group)}</groupId>"
+        f"<artifactId>{escape(c.artifact)}</artifactId>"
+        f"<version>{escape(c.version)}</version>"
+        "</dependency>"
+        for c in group.artifacts
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>cdcmirror.resolve</groupId>\n"
+        f"  <artifactId>{escape(group.name)}</artifactId>\n"
+        "  <version>0</version>\n"
+        "  <packaging>pom</packaging>\n"
+        f"  <dependencies>\n{deps}\n  </dependencies>\n"
+        "</project>\n"
+    )
+
+
+def build_settings(repository_url: str) -> str:
+    """Maven settings that send every repository request to one place.
+
+    Some upstream POMs declare repositories of their own; routing them all to the
+    configured repository keeps resolution on Maven Central (or the user's mirror).
+    """
+    return (
+        "<settings><mirrors><mirror><id>cdcmirror-central</id><mirrorOf>*</mirrorOf>"
+        f"<url>{escape(repository_url)}</url></mirror></mirrors></settings>\n"
+    )
+
+
+def unresolved_coordinate(maven_output: str) -> str | None:
+    """The coordinate Maven names as missing in its output, if it names one.
+
+    >>> unresolved_coordinate("[ERROR] ... Could not find artifact org.x:y:jar:1.0 in c (u)")
+    'org.x:y:jar:1.0'
+    """
+    for marker in (
+        "Could not find artifact ",
+        "Failed to read artifact descriptor for ",
+        "Could not transfer artifact ",
+    ):
+        start = maven_output.find(marker)
+        if start >= 0:
+            rest = maven_output[start + len(marker) :]
+            return rest.split()[0].rstrip(":")
+    return None

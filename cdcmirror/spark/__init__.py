@@ -1,0 +1,1 @@
+"""Everything that runs on Spark (the only package that imports pyspark)."""

@@ -1,0 +1,89 @@
+"""Build the SparkSession cdcmirror runs on: cached jars, Iceberg extensions, the catalog."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.catalog_properties import CATALOG_NAME, embedded_catalog_paths, spark_catalog_conf
+from cdcmirror.config import Config
+from cdcmirror.jvm.manifest import load_manifest
+from cdcmirror.jvm.resolve import group_jars
+
+logger = logging.getLogger(__name__)
+
+
+def pyspark_jar_names() -> set[str]:
+    """Artifact names (version stripped) of the jars pyspark itself ships."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    return {_artifact_name(p.name) for p in jars.glob("*.jar")}
+
+
+def _artifact_name(filename: str) -> str:
+    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``.
+
+    >>> _artifact_name("iceberg-spark-runtime-4.0_2.13-1.11.0.jar")
+    'iceberg-spark-runtime-4.0_2.13'
+    """
+    stem = filename.removesuffix(".jar")
+    parts = stem.split("-")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i][:1].isdigit():
+            stem = "-".join(parts[:i])
+            break
+    return stem
+
+
+def spark_jars(config: Config) -> list[str]:
+    """The jars for ``spark.jars``: ``spark.jars`` from config (cluster users), else the cache.
+
+    Jars pyspark already ships are left out so one class never comes from two jars.
+    """
+    configured: list[str] = list(config.get("spark", "jars"))
+    if configured:
+        return configured
+    shipped = pyspark_jar_names()
+    return [
+        str(p)
+        for p in group_jars(load_manifest().groups["spark"])
+        if _artifact_name(p.name) not in shipped
+    ]
+
+
+def session_conf(config: Config, app_name: str) -> dict[str, str]:
+    """Every setting of the session, as plain strings (unit-testable without Spark)."""
+    state = config.state_dir
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": str(config.get("spark", "master")),
+        "spark.jars": ",".join(spark_jars(config)),
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.defaultCatalog": CATALOG_NAME,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.enabled": "false",
+        "spark.sql.warehouse.dir": str(state / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
+    }
+    conf.update(spark_catalog_conf(config))
+    conf.update({str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()})
+    return conf
+
+
+def build_spark_session(config: Config, app_name: str = "cdcmirror") -> Any:
+    """A SparkSession with the cached jars and the configured Iceberg catalog."""
+    from pyspark.sql import SparkSession
+
+    if not config.get("iceberg", "catalog"):
+        db, warehouse = embedded_catalog_paths(config.state_dir)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        warehouse.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder
+    for key, value in session_conf(config, app_name).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

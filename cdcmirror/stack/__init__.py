@@ -1,0 +1,1 @@
+"""The local stack: a KRaft Kafka broker and a Kafka Connect worker with Debezium, no Docker."""

@@ -1,0 +1,191 @@
+"""`cdcmirror stack up | down | status`: bring the local Kafka + Connect stack up and down."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdcmirror import paths
+from cdcmirror.exceptions import PortInUseError, StackError
+from cdcmirror.jvm.manifest import load_manifest
+from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
+from cdcmirror.stack import health, layout, processes
+from cdcmirror.stack.layout import CONNECT, KAFKA, StackPart
+
+logger = logging.getLogger(__name__)
+
+STACK_GROUPS = ("kafka", "debezium-postgres", "debezium-mysql", "debezium-mariadb")
+START_TIMEOUT = {"kafka": 90.0, "connect": 150.0}
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PartStatus:
+    name: str
+    address: str
+    pid: int | None
+    state: str  # healthy | unhealthy | stopped
+    log: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "address": self.address,
+            "pid": self.pid,
+            "state": self.state,
+            "log": self.log,
+        }
+
+
+class Stack:
+    """The files of the local stack under one directory: config, data, logs, pids."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or paths.stack_dir()
+
+    def pid_file(self, part: StackPart) -> Path:
+        return self.root / "run" / f"{part.name}.pid"
+
+    def log_file(self, part: StackPart) -> Path:
+        return self.root / "logs" / f"{part.name}.log"
+
+    def config_file(self, part: StackPart) -> Path:
+        return self.root / "config" / f"{part.name}.properties"
+
+    @property
+    def log4j_file(self) -> Path:
+        return self.root / "config" / "log4j2.properties"
+
+    @property
+    def kafka_data(self) -> Path:
+        return self.root / "data" / "kafka"
+
+    def pid(self, part: StackPart) -> int | None:
+        return processes.running_pid(self.pid_file(part), f"-Dcdcmirror.stack={part.name}")
+
+    # -- health -----------------------------------------------------------------------------
+    def healthy(self, part: StackPart) -> bool:
+        if part is KAFKA:
+            return health.broker_answers_metadata(KAFKA.address())
+        plugins = health.connect_plugins(CONNECT.address())
+        return plugins is not None and all(p in plugins for p in layout.DEBEZIUM_PLUGINS)
+
+    def status(self) -> list[PartStatus]:
+        result = []
+        for part in layout.PARTS:
+            pid = self.pid(part)
+            if pid is None:
+                state = "stopped"
+            else:
+                state = "healthy" if self.healthy(part) else "unhealthy"
+            result.append(
+                PartStatus(part.name, part.address(), pid, state, str(self.log_file(part)))
+            )
+        return result
+
+    # -- up ---------------------------------------------------------------------------------
+    def up(self, progress: Progress | None = None) -> list[PartStatus]:
+        say = progress or (lambda _msg: None)
+        java = _java()
+        resolve_all(names=STACK_GROUPS, progress=say)
+        manifest = load_manifest()
+        classpath = group_jars(manifest.groups["kafka"])
+        plugin_path = group_dir(manifest.groups["debezium-postgres"]).parent
+        self._write_configs(plugin_path)
+        for part in layout.PARTS:
+            self._ensure_running(part, java, classpath, say)
+        return self.status()
+
+    def _write_configs(self, plugin_path: Path) -> None:
+        (self.root / "config").mkdir(parents=True, exist_ok=True)
+        (self.root / "run").mkdir(parents=True, exist_ok=True)
+        self.kafka_data.mkdir(parents=True, exist_ok=True)
+        self.log4j_file.write_text(layout.log4j2_properties())
+        self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data))
+        self.config_file(CONNECT).write_text(
+            layout.connect_properties(plugin_path, self.root / "data" / "connect")
+        )
+
+    def _ensure_running(
+        self, part: StackPart, java: str, classpath: list[Path], say: Progress
+    ) -> None:
+        pid = self.pid(part)
+        if pid is not None:
+            say(f"{part.name}: already running (pid {pid}), waiting until healthy")
+            self._wait_healthy(part, pid)
+            return
+        for port in part.ports:
+            # a process killed a moment ago may still be releasing its sockets
+            if processes.port_open(port) and not processes.wait_port_closed(port, 10.0):
+                raise PortInUseError(
+                    f"port {port} on 127.0.0.1 (needed by {part.name}) is taken by a process "
+                    "that cdcmirror did not start; stop it (`ss -ltnp 'sport = :"
+                    f"{port}'` shows which) or run `cdcmirror stack down` if it is an old stack"
+                )
+        if part is KAFKA:
+            self._format_storage(java, classpath)
+        cmd = layout.java_command(java, part, classpath, self.config_file(part), self.log4j_file)
+        pid = processes.start(cmd, self.pid_file(part), self.log_file(part), env=dict(os.environ))
+        say(f"{part.name}: started (pid {pid}), log {self.log_file(part)}")
+        self._wait_healthy(part, pid)
+        say(f"{part.name}: healthy at {part.address()}")
+
+    def _format_storage(self, java: str, classpath: list[Path]) -> None:
+        if (self.kafka_data / "meta.properties").exists():
+            return
+        cmd = layout.storage_format_command(
+            java, classpath, self.config_file(KAFKA), layout.new_cluster_id(), self.log4j_file
+        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise StackError(
+                f"formatting the Kafka storage in {self.kafka_data} failed:\n"
+                f"{(proc.stdout + proc.stderr)[-2000:]}"
+            )
+
+    def _wait_healthy(self, part: StackPart, pid: int) -> None:
+        deadline = time.monotonic() + START_TIMEOUT[part.name]
+        while time.monotonic() < deadline:
+            if not processes.alive(pid):
+                raise StackError(
+                    f"{part.name} exited during start-up; log {self.log_file(part)}, last "
+                    f"lines:\n{processes.tail(self.log_file(part))}"
+                )
+            if self.healthy(part):
+                return
+            time.sleep(1.0)
+        raise StackError(
+            f"{part.name} (pid {pid}) did not become healthy within "
+            f"{START_TIMEOUT[part.name]:.0f}s; log {self.log_file(part)}, last lines:\n"
+            f"{processes.tail(self.log_file(part))}"
+        )
+
+    # -- down -------------------------------------------------------------------------------
+    def down(self, progress: Progress | None = None) -> None:
+        say = progress or (lambda _msg: None)
+        for part in reversed(layout.PARTS):
+            pid = self.pid(part)
+            if pid is None:
+                say(f"{part.name}: not running")
+            else:
+                killed = processes.stop(pid)
+                say(f"{part.name}: stopped (pid {pid}{', killed' if killed else ''})")
+            self.pid_file(part).unlink(missing_ok=True)
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    candidate = Path(home) / "bin" / "java" if home else None
+    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    if java is None:
+        raise StackError(
+            "no Java runtime found: install a JDK 17 or newer (Debian: apt-get install "
+            "openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    return java

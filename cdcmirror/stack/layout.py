@@ -1,0 +1,175 @@
+"""What the local stack runs: its parts, their config files and command lines. Pure."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+CONNECT_PORT = 8083
+HOST = "127.0.0.1"
+
+DEBEZIUM_PLUGINS = (
+    "io.debezium.connector.postgresql.PostgresConnector",
+    "io.debezium.connector.mysql.MySqlConnector",
+    "io.debezium.connector.mariadb.MariaDbConnector",
+)
+
+PROVIDERS = "org.apache.kafka.common.config.provider"
+
+CONNECT_TOPICS = {
+    "config.storage.topic": "_cdcmirror_connect_configs",
+    "offset.storage.topic": "_cdcmirror_connect_offsets",
+    "status.storage.topic": "_cdcmirror_connect_status",
+}
+
+
+@dataclass(frozen=True)
+class StackPart:
+    """One JVM process of the stack."""
+
+    name: str
+    main_class: str
+    ports: tuple[int, ...]
+    heap: str
+
+    def address(self) -> str:
+        if self.name == "connect":
+            return f"http://{HOST}:{self.ports[0]}"
+        return f"{HOST}:{self.ports[0]}"
+
+
+KAFKA = StackPart("kafka", "kafka.Kafka", (BROKER_PORT, CONTROLLER_PORT), "768m")
+CONNECT = StackPart(
+    "connect", "org.apache.kafka.connect.cli.ConnectDistributed", (CONNECT_PORT,), "1g"
+)
+PARTS = (KAFKA, CONNECT)
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _properties(entries: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in entries.items())
+
+
+def broker_properties(data_dir: Path) -> str:
+    """A single-node KRaft broker+controller bound to loopback."""
+    return _properties(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{HOST}:{CONTROLLER_PORT}",
+            "listeners": f"PLAINTEXT://{HOST}:{BROKER_PORT},CONTROLLER://{HOST}:{CONTROLLER_PORT}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{BROKER_PORT}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data_dir),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "log.retention.hours": "168",
+        }
+    )
+
+
+def connect_properties(plugin_path: Path, offsets_file_dir: Path) -> str:
+    """A distributed-mode Connect worker with exactly-once source support and config providers.
+
+    Connector configs reference secrets as ``${file:PATH:KEY}`` or ``${env:NAME}``; the
+    worker resolves them, so passwords never sit in clear in a connector config.
+    """
+    del offsets_file_dir  # distributed mode keeps offsets in Kafka
+    return _properties(
+        {
+            "bootstrap.servers": f"{HOST}:{BROKER_PORT}",
+            "group.id": "cdcmirror-connect",
+            "listeners": f"http://{HOST}:{CONNECT_PORT}",
+            "rest.advertised.host.name": HOST,
+            "rest.advertised.port": str(CONNECT_PORT),
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "true",
+            "value.converter.schemas.enable": "true",
+            **CONNECT_TOPICS,
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "offset.flush.interval.ms": "1000",
+            "exactly.once.source.support": "enabled",
+            "plugin.path": str(plugin_path),
+            "plugin.discovery": "service_load",
+            "config.providers": "file,env",
+            "config.providers.file.class": f"{PROVIDERS}.FileConfigProvider",
+            "config.providers.env.class": f"{PROVIDERS}.EnvVarConfigProvider",
+        }
+    )
+
+
+def log4j2_properties() -> str:
+    """Log to stdout (redirected by the launcher into the part's log file)."""
+    return _properties(
+        {
+            "status": "warn",
+            "appender.out.type": "Console",
+            "appender.out.name": "STDOUT",
+            "appender.out.layout.type": "PatternLayout",
+            "appender.out.layout.pattern": "[%d] %p %m (%c)%n",
+            "rootLogger.level": "INFO",
+            "rootLogger.appenderRef.out.ref": "STDOUT",
+            "logger.reflections.name": "org.reflections",
+            "logger.reflections.level": "ERROR",
+        }
+    )
+
+
+def java_command(
+    java: str,
+    part: StackPart,
+    classpath: list[Path],
+    config_file: Path,
+    log4j_file: Path,
+) -> list[str]:
+    """The command line of one part; ``-Dcdcmirror.stack=NAME`` marks it as ours."""
+    return [
+        java,
+        f"-Xmx{part.heap}",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={log4j_file}",
+        f"-Dcdcmirror.stack={part.name}",
+        "-cp",
+        ":".join(str(p) for p in classpath),
+        part.main_class,
+        str(config_file),
+    ]
+
+
+def storage_format_command(
+    java: str, classpath: list[Path], config_file: Path, cluster_id: str, log4j_file: Path
+) -> list[str]:
+    """Format the KRaft metadata log once, before the broker's first start."""
+    return [
+        java,
+        f"-Dlog4j2.configurationFile={log4j_file}",
+        "-cp",
+        ":".join(str(p) for p in classpath),
+        "kafka.tools.StorageTool",
+        "format",
+        "--cluster-id",
+        cluster_id,
+        "--config",
+        str(config_file),
+        "--ignore-formatted",
+    ]

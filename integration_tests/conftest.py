@@ -1,0 +1,135 @@
+"""Fixtures for the real services. A service that is missing is a failure, never a skip."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from cdcmirror.config import Config, load_config
+from cdcmirror.stack.control import Stack
+from integration_tests import services
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration_tests" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    """The local Kafka + Connect stack, brought up (idempotently) if it is not running."""
+    st = Stack()
+    statuses = st.up()
+    bad = [s for s in statuses if s.state != "healthy"]
+    if bad:
+        pytest.fail(f"stack not healthy: {bad}")
+    yield st
+
+
+@pytest.fixture(scope="session")
+def postgres() -> None:
+    try:
+        with services.pg_connect() as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        pytest.fail(f"PostgreSQL on 127.0.0.1:5432 is needed (scripts/provision-sources.sh): {exc}")
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> None:
+    try:
+        conn = services.maria_connect()
+        conn.close()
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        pytest.fail(f"MariaDB on 127.0.0.1:3306 is needed (scripts/provision-sources.sh): {exc}")
+
+
+# (op, key id, after.name) per record, in order; None op = the tombstone after a delete.
+WORKLOAD_EXPECTED = [
+    ("r", 1, "seed"),
+    ("c", 2, "second"),
+    ("u", 1, "seed updated"),
+    ("d", 2, None),
+    (None, 2, None),
+]
+
+
+def run_workload(execute: Callable[[str], object], table: str) -> None:
+    """Insert, update, delete after the snapshot: the same statements on both dialects."""
+    execute(f"INSERT INTO {table} (id, name, amount) VALUES (2, 'second', 12.34)")
+    execute(f"UPDATE {table} SET name = 'seed updated', amount = 99999999.99 WHERE id = 1")
+    execute(f"DELETE FROM {table} WHERE id = 2")
+
+
+@dataclass
+class ChangeTopic:
+    connector: str
+    topic: str
+    records: list[tuple[bytes | None, bytes | None]]
+
+
+@pytest.fixture(scope="session")
+def postgres_changes(stack: Stack, postgres: None) -> Iterator[ChangeTopic]:
+    """A PostgreSQL table captured by a real Debezium connector, after the workload."""
+    table = services.unique("orders")
+    with services.pg_connect() as conn:
+        conn.execute(
+            f"CREATE TABLE public.{table} (id int PRIMARY KEY, name text, amount numeric(10,2))"
+        )
+        conn.execute(f"INSERT INTO public.{table} VALUES (1, 'seed', 1.00)")
+        with services.debezium_connector("postgresql", [f"public.{table}"]) as reg:
+            topic = f"{reg.prefix}.public.{table}"
+            assert len(services.consume(topic, 1)) == 1, "no snapshot event arrived"
+            run_workload(conn.execute, f"public.{table}")
+            records = services.consume(topic, len(WORKLOAD_EXPECTED))
+            yield ChangeTopic(reg.name, topic, records)
+        conn.execute(f"DROP TABLE public.{table}")
+
+
+@pytest.fixture(scope="session")
+def mariadb_changes(stack: Stack, mariadb: None) -> Iterator[ChangeTopic]:
+    """A MariaDB table captured by a real Debezium connector, after the workload."""
+    table = services.unique("orders")
+    conn = services.maria_connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE {table} (id int PRIMARY KEY, name varchar(100), "
+                "amount decimal(10,2))"
+            )
+            cur.execute(f"INSERT INTO {table} VALUES (1, 'seed', 1.00)")
+            with services.debezium_connector(
+                "mariadb", [f"{services.TEST_DATABASE}.{table}"]
+            ) as reg:
+                topic = f"{reg.prefix}.{services.TEST_DATABASE}.{table}"
+                assert len(services.consume(topic, 1)) == 1, "no snapshot event arrived"
+                run_workload(cur.execute, table)
+                records = services.consume(topic, len(WORKLOAD_EXPECTED))
+                yield ChangeTopic(reg.name, topic, records)
+            cur.execute(f"DROP TABLE {table}")
+    finally:
+        conn.close()
+
+
+@dataclass
+class SparkWorld:
+    spark: Any
+    config: Config
+
+
+@pytest.fixture(scope="session")
+def spark_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkWorld]:
+    """A local SparkSession built by cdcmirror, on the embedded catalog in a fresh directory."""
+    from cdcmirror.spark.session import build_spark_session
+
+    work = tmp_path_factory.mktemp("cdcmirror-home")
+    config = load_config(environ={}, cwd=work)
+    spark = build_spark_session(config, "cdcmirror-integration-tests")
+    try:
+        yield SparkWorld(spark, config)
+    finally:
+        spark.stop()

@@ -1,0 +1,26 @@
+"""Reading Debezium JSON-converter records in tests (the applier's decoder comes later)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+from typing import Any
+
+
+def payload(raw: bytes | None) -> dict[str, Any] | None:
+    """The ``payload`` of a JSON-with-schema record; None for a tombstone."""
+    if raw is None:
+        return None
+    body: dict[str, Any] = json.loads(raw)
+    return body["payload"]
+
+
+def decimal_field(raw_value: bytes, field: str, b64: str) -> Decimal:
+    """Decode a Debezium ``precise`` decimal: big-endian two's complement bytes + schema scale."""
+    schema = json.loads(raw_value)["schema"]
+    after = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
+    spec = next(f for f in after["fields"] if f["field"] == field)
+    scale = int(spec["parameters"]["scale"])
+    unscaled = int.from_bytes(base64.b64decode(b64), "big", signed=True)
+    return Decimal(unscaled).scaleb(-scale)

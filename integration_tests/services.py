@@ -1,0 +1,132 @@
+"""Connections to the real services the integration tests run against (no mocks)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pymysql
+from confluent_kafka import Consumer
+
+from cdcmirror import paths
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.connectors import password_reference, render_connector, write_secret_file
+
+ADMIN_USER = "cdcmirror_admin"
+ADMIN_PASSWORD = os.environ.get("CDCMIRROR_DEV_ADMIN_PASSWORD", "cdcmirror_admin")
+CDC_PASSWORD = os.environ.get("CDCMIRROR_DEV_CDC_PASSWORD", "cdc_dev_secret")
+TEST_DATABASE = "cdcmirror_it"
+KAFKA = "127.0.0.1:9092"
+CONNECT = "http://127.0.0.1:8083"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def pg_connect(dbname: str = TEST_DATABASE) -> psycopg.Connection[Any]:
+    return psycopg.connect(
+        host="127.0.0.1",
+        port=5432,
+        user=ADMIN_USER,
+        password=ADMIN_PASSWORD,
+        dbname=dbname,
+        autocommit=True,
+    )
+
+
+def maria_connect(database: str = TEST_DATABASE) -> pymysql.connections.Connection[Any]:
+    return pymysql.connect(
+        host="127.0.0.1",
+        port=3306,
+        user=ADMIN_USER,
+        password=ADMIN_PASSWORD,
+        database=database,
+        autocommit=True,
+    )
+
+
+@dataclass
+class Registered:
+    name: str
+    prefix: str
+    config: dict[str, str]
+
+
+@contextmanager
+def debezium_connector(dialect: str, tables: list[str]) -> Iterator[Registered]:
+    """Register a Debezium connector for ``tables`` (schema.table / db.table), remove it after."""
+    name = unique(f"it_{dialect}")
+    prefix = name
+    secret = write_secret_file(paths.stack_dir() / "secrets" / f"{name}.properties", CDC_PASSWORD)
+    params = {
+        "host": "127.0.0.1",
+        "port": "5432" if dialect == "postgresql" else "3306",
+        "user": "cdc",
+        "password_ref": password_reference("file", secret),
+        "database": TEST_DATABASE,
+        "topic_prefix": prefix,
+        "table_include_list": ",".join(tables),
+        "slot_name": name,
+        "server_id": str(5000 + uuid.uuid4().int % 100000),
+        "kafka_bootstrap_servers": KAFKA,
+    }
+    config = render_connector(dialect, params)
+    client = ConnectClient(CONNECT)
+    client.put(name, config)
+    try:
+        client.wait_running(name)
+        yield Registered(name, prefix, config)
+    finally:
+        client.delete(name)
+        secret.unlink(missing_ok=True)
+        if dialect == "postgresql":
+            _drop_slot(name)
+
+
+def _drop_slot(slot: str) -> None:
+    with pg_connect() as conn:
+        for _ in range(60):
+            row = conn.execute(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+            ).fetchone()
+            if row is None:
+                return
+            if not row[0]:
+                conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                return
+            time.sleep(0.5)
+
+
+Record = tuple[bytes | None, bytes | None]
+
+
+def consume(topic: str, count: int, timeout: float = 90.0) -> list[Record]:
+    """Read ``count`` records (key, value) from the start of ``topic``, in offset order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": KAFKA,
+            "group.id": unique("it"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "allow.auto.create.topics": True,
+        }
+    )
+    consumer.subscribe([topic])
+    records: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(records) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            records.append((msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return records

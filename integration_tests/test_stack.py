@@ -1,0 +1,100 @@
+"""`cdcmirror stack`, jar resolution and service checks against the real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.exceptions import ArtifactResolutionError
+from cdcmirror.jvm.manifest import ArtifactGroup, Coordinate
+from cdcmirror.jvm.resolve import resolve_group
+from cdcmirror.stack import processes
+from cdcmirror.stack.control import Stack
+from cdcmirror.stack.layout import KAFKA
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cdcmirror.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_up_is_idempotent(stack: Stack) -> None:
+    before = {s.name: s.pid for s in stack.status()}
+    after = {s.name: (s.pid, s.state) for s in stack.up()}
+    assert after == {name: (pid, "healthy") for name, pid in before.items()}
+
+
+def test_up_recovers_after_kill_9_of_the_broker(stack: Stack) -> None:
+    old = stack.pid(KAFKA)
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    for _ in range(100):
+        if not processes.alive(old):
+            break
+        time.sleep(0.1)
+    assert stack.pid(KAFKA) is None
+    assert {s.name: s.state for s in stack.status()}["kafka"] == "stopped"
+
+    statuses = {s.name: s for s in stack.up()}
+    assert statuses["kafka"].state == "healthy" and statuses["kafka"].pid not in (None, old)
+    assert statuses["connect"].state == "healthy"
+
+
+def test_port_taken_by_a_foreign_process_is_exit_2(stack: Stack, tmp_path: Path) -> None:
+    """A second stack directory sees the running broker's port as someone else's."""
+    result = cli("stack", "up", env={"CDCMIRROR_STACK_DIR": str(tmp_path / "other")})
+    assert result.returncode == 2, result.stderr
+    assert "port 9092" in result.stderr and "did not start" in result.stderr
+
+
+def test_unresolvable_coordinate_names_it(tmp_path: Path) -> None:
+    group = ArtifactGroup(
+        name="bogus",
+        path="bogus",
+        artifacts=(Coordinate.parse("org.cdcmirror.nonexistent:no-such-artifact:0.0.1"),),
+        exclude=(),
+    )
+    with pytest.raises(ArtifactResolutionError) as info:
+        resolve_group(group, root=tmp_path)
+    assert "org.cdcmirror.nonexistent:no-such-artifact" in str(info.value)
+    assert info.value.exit_code == 2
+    assert not (tmp_path / "bogus").exists()
+
+
+def test_check_names_unreachable_kafka_with_exit_2(stack: Stack) -> None:
+    ok = cli("check")
+    assert ok.returncode == 0, ok.stderr
+    assert "3 Debezium connectors" in ok.stdout
+    bad = cli("check", env={"CDCMIRROR_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert bad.returncode == 2
+    assert "Kafka at 127.0.0.1:1 does not answer" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_up_status_down_twice_in_a_row(stack: Stack) -> None:
+    """Runs last in this file: it takes the stack down and leaves it up again."""
+    try:
+        for _ in range(2):
+            up = cli("stack", "up")
+            assert up.returncode == 0, up.stderr
+            status = cli("--output", "json", "stack", "status")
+            assert status.returncode == 0, status.stdout
+            down = cli("stack", "down")
+            assert down.returncode == 0, down.stderr
+            stopped = cli("stack", "status")
+            assert stopped.returncode == 1 and "stopped" in stopped.stdout
+            assert not processes.port_open(9092) and not processes.port_open(8083)
+    finally:
+        final = cli("stack", "up")
+        assert final.returncode == 0, final.stderr

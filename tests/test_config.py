@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.config import load_config, mask_url_password, redacted
+from cdcmirror.exceptions import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cdcmirror.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file(tmp_path: Path) -> None:
+    config = load_config(environ={}, cwd=tmp_path)
+    assert config.source_file is None
+    assert config.get("kafka", "bootstrap_servers") == "127.0.0.1:9092"
+    assert config.path("mirror", "checkpoint_location") == tmp_path / ".cdcmirror/checkpoints/shop"
+
+
+def test_file_then_environment_override(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[source]\ndialect = "mysql"\ninclude = ["shop.*"]\n[iceberg.catalog]\ntype = "rest"\n',
+    )
+    config = load_config(
+        path,
+        environ={
+            "CDCMIRROR_KAFKA__BOOTSTRAP_SERVERS": "k:1",
+            "CDCMIRROR_SOURCE__INCLUDE": "a.*, b.c",
+            "CDCMIRROR_ICEBERG__CATALOG__URI": "http://rest:8181",
+            "CDCMIRROR_CACHE_DIR": "/not/a/config/key",
+        },
+        cwd=tmp_path,
+    )
+    assert config.get("source", "dialect") == "mysql"
+    assert config.get("kafka", "bootstrap_servers") == "k:1"
+    assert config.get("source", "include") == ["a.*", "b.c"]
+    assert config.get("iceberg", "catalog") == {"type": "rest", "uri": "http://rest:8181"}
+    assert config.base_dir == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "message"),
+    [
+        ('[source]\ndialekt = "mysql"\n', {}, "unknown key source.dialekt"),
+        ('[sorce]\nurl = "x"\n', {}, "unknown section [sorce]"),
+        ('[source]\ndialect = "oracle"\n', {}, "is not one of postgresql, mysql"),
+        ("[mirror]\ndeletes = 3\n", {}, "must be a string"),
+        ("[source\n", {}, "not valid TOML"),
+        ("", {"CDCMIRROR_KAFKA__BOOTSTRAP": "x"}, "CDCMIRROR_KAFKA__BOOTSTRAP names unknown"),
+    ],
+    ids=["unknown-key", "unknown-section", "bad-choice", "wrong-type", "bad-toml", "bad-env"],
+)
+def test_bad_config_is_named(
+    tmp_path: Path, text: str, environ: dict[str, str], message: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ=environ, cwd=tmp_path)
+    assert message in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_explicit_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml", environ={}, cwd=tmp_path)
+
+
+def test_secrets_are_masked(tmp_path: Path) -> None:
+    path = write(tmp_path, '[source]\nurl = "postgresql://cdc:hunter2@db/shop"\n')
+    config = load_config(path, environ={"CDCMIRROR_SOURCE__PASSWORD": "s3cret"}, cwd=tmp_path)
+    shown = str(redacted(config))
+    assert "hunter2" not in shown and "s3cret" not in shown
+    assert config.get("source", "password") == "s3cret"
+
+
+def test_mask_url_password_leaves_passwordless_urls() -> None:
+    assert mask_url_password("postgresql://cdc@db/shop") == "postgresql://cdc@db/shop"

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.exceptions import ArtifactResolutionError
+from cdcmirror.jvm.manifest import (
+    Coordinate,
+    build_pom,
+    load_manifest,
+    parse_manifest,
+    unresolved_coordinate,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_manifest_pins_one_version_per_line() -> None:
+    manifest = load_manifest()
+    assert set(manifest.groups) == {
+        "kafka",
+        "debezium-postgres",
+        "debezium-mysql",
+        "debezium-mariadb",
+        "spark",
+    }
+    coords = [c for g in manifest.groups.values() for c in g.artifacts]
+    for c in coords:
+        if c.group == "org.apache.spark":
+            assert c.version == manifest.versions["spark"]
+        if c.group == "io.debezium":
+            assert c.version == manifest.versions["debezium"]
+        if c.group == "org.apache.kafka":
+            assert c.version == manifest.versions["kafka"]
+
+
+def test_pyspark_pin_matches_the_manifest() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = [d for d in project["project"]["dependencies"] if d.startswith("pyspark")]
+    assert pins == [f"pyspark=={load_manifest().versions['spark']}"]
+
+
+def test_fingerprint_changes_with_the_spec() -> None:
+    a = parse_manifest('[versions]\nv="1"\n[groups.g]\nartifacts=["x:y:{v}"]\n').groups["g"]
+    b = parse_manifest('[versions]\nv="2"\n[groups.g]\nartifacts=["x:y:{v}"]\n').groups["g"]
+    c = parse_manifest(
+        '[versions]\nv="1"\n[groups.g]\nartifacts=["x:y:{v}"]\nexclude=["z"]\n'
+    ).groups["g"]
+    assert len({a.fingerprint(), b.fingerprint(), c.fingerprint()}) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[groups.g]\nartifacts=["x:y"]\n', "not of the form group:artifact:version"),
+        ('[groups.g]\nartifacts=["x:y:{nope}"]\n', "names version 'nope'"),
+        ('[groups.g]\nartifacts=["x:y:1"]\nextra=1\n', "unknown keys ['extra']"),
+    ],
+    ids=["short-coordinate", "unknown-version", "unknown-key"],
+)
+def test_bad_manifest_is_named(text: str, message: str) -> None:
+    with pytest.raises(ArtifactResolutionError, match=message.replace("[", r"\[")):
+        parse_manifest(text)
+
+
+def test_pom_lists_the_artifacts() -> None:
+    group = parse_manifest('[groups.g]\nartifacts=["a.b:c:1.0", "d:e:2"]\n').groups["g"]
+    pom = build_pom(group)
+    assert "<groupId>a.b</groupId><artifactId>c</artifactId><version>1.0</version>" in pom
+    assert pom.count("<dependency>") == 2
+
+
+def test_unresolved_coordinate_from_maven_output() -> None:
+    out = (
+        "[ERROR] Failed to execute goal on project x: Could not resolve dependencies: "
+        "Could not find artifact org.nope:thing:jar:9.9 in cdcmirror-central (https://r)"
+    )
+    assert unresolved_coordinate(out) == "org.nope:thing:jar:9.9"
+    assert unresolved_coordinate("[ERROR] something else") is None
+    assert str(Coordinate.parse("a:b:c")) == "a:b:c"

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cdcmirror.stack import layout
+
+
+def props(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line)
+
+
+def test_broker_binds_loopback_only() -> None:
+    p = props(layout.broker_properties(Path("/data")))
+    assert p["process.roles"] == "broker,controller"
+    for listener in p["listeners"].split(","):
+        assert "//127.0.0.1:" in listener
+    assert p["transaction.state.log.replication.factor"] == "1"
+    assert p["log.dirs"] == "/data"
+
+
+def test_connect_worker_is_exactly_once_with_providers_on_loopback() -> None:
+    p = props(layout.connect_properties(Path("/plugins"), Path("/x")))
+    assert p["exactly.once.source.support"] == "enabled"
+    assert p["listeners"] == "http://127.0.0.1:8083"
+    assert set(p["config.providers"].split(",")) == {"file", "env"}
+    assert p["plugin.path"] == "/plugins"
+
+
+def test_cluster_id_is_kafka_shaped() -> None:
+    ids = {layout.new_cluster_id() for _ in range(20)}
+    assert len(ids) == 20
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids)
+
+
+def test_java_command_marks_the_process() -> None:
+    cmd = layout.java_command(
+        "java",
+        layout.KAFKA,
+        [Path("/a.jar"), Path("/b.jar")],
+        Path("/k.properties"),
+        Path("/l.properties"),
+    )
+    assert "-Dcdcmirror.stack=kafka" in cmd
+    assert cmd[cmd.index("-cp") + 1] == "/a.jar:/b.jar"
+    assert cmd[-2:] == ["kafka.Kafka", "/k.properties"]
