@@ -102,7 +102,10 @@ def main() -> None:
     topic = f"{name}.public.customers"
     # 3 snapshot reads, then at least the update and the insert
     events = count_records(bootstrap, topic, 5)
-    say(f"{events} change events in Kafka topic {topic}")
+    if events < 5:
+        say(f"only {events} change events arrived in {topic} within 120s; see the Connect log")
+        sys.exit(1)
+    say(f"change events are arriving in Kafka topic {topic}")
 
     from cdcmirror.spark.raw_events import append_raw_events
     from cdcmirror.spark.session import build_spark_session
