@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.catalog_properties import CATALOG_NAME, embedded_catalog_paths, pyiceberg_properties
+from cdcmirror.catalog_properties import (
+    CATALOG_NAME,
+    ensure_embedded_catalog_dirs,
+    pyiceberg_properties,
+)
 from cdcmirror.config import Config
 
 
@@ -12,8 +16,5 @@ def load_catalog(config: Config) -> Any:
     """The configured pyiceberg catalog; creates the embedded default's directories."""
     from pyiceberg.catalog import load_catalog as _load
 
-    if not config.get("iceberg", "catalog"):
-        db, warehouse = embedded_catalog_paths(config.state_dir)
-        db.parent.mkdir(parents=True, exist_ok=True)
-        warehouse.mkdir(parents=True, exist_ok=True)
+    ensure_embedded_catalog_dirs(config)
     return _load(CATALOG_NAME, **pyiceberg_properties(config))

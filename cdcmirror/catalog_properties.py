@@ -23,6 +23,15 @@ def embedded_catalog_paths(state_dir: Path) -> tuple[Path, Path]:
     return state_dir / "catalog.db", state_dir / "warehouse"
 
 
+def ensure_embedded_catalog_dirs(config: Config) -> None:
+    """Create the embedded default's directories; nothing for a configured catalog."""
+    if config.get("iceberg", "catalog"):
+        return
+    db, warehouse = embedded_catalog_paths(config.state_dir)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    warehouse.mkdir(parents=True, exist_ok=True)
+
+
 def pyiceberg_properties(config: Config) -> dict[str, str]:
     """Properties for ``pyiceberg.catalog.load_catalog(CATALOG_NAME, **props)``."""
     custom: dict[str, Any] = dict(config.get("iceberg", "catalog"))

@@ -179,10 +179,7 @@ def config_show(ctx: click.Context) -> None:
 
 
 def main() -> None:
-    try:
-        cli(standalone_mode=True)
-    except click.exceptions.Exit as exc:  # pragma: no cover - click handles this itself
-        sys.exit(exc.exit_code)
+    cli()
 
 
 if __name__ == "__main__":  # pragma: no cover

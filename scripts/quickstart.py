@@ -19,6 +19,8 @@ from cdcmirror.config import load_config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 
+# 3 snapshot reads of the seed rows, then at least the update and the insert
+MIN_EVENTS = 5
 ADMIN = os.environ.get("CDCMIRROR_DEV_ADMIN_PASSWORD", "cdcmirror_admin")
 
 
@@ -100,9 +102,8 @@ def main() -> None:
         source_rows = conn.execute("SELECT count(*) FROM public.customers").fetchone()
 
     topic = f"{name}.public.customers"
-    # 3 snapshot reads, then at least the update and the insert
-    events = count_records(bootstrap, topic, 5)
-    if events < 5:
+    events = count_records(bootstrap, topic, MIN_EVENTS)
+    if events < MIN_EVENTS:
         say(f"only {events} change events arrived in {topic} within 120s; see the Connect log")
         sys.exit(1)
     say(f"change events are arriving in Kafka topic {topic}")

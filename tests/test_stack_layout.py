@@ -20,7 +20,7 @@ def test_broker_binds_loopback_only() -> None:
 
 
 def test_connect_worker_is_exactly_once_with_providers_on_loopback() -> None:
-    p = props(layout.connect_properties(Path("/plugins"), Path("/x")))
+    p = props(layout.connect_properties(Path("/plugins")))
     assert p["exactly.once.source.support"] == "enabled"
     assert p["listeners"] == "http://127.0.0.1:8083"
     assert set(p["config.providers"].split(",")) == {"file", "env"}

@@ -6,7 +6,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cdcmirror.catalog_properties import CATALOG_NAME, embedded_catalog_paths, spark_catalog_conf
+from cdcmirror.catalog_properties import (
+    CATALOG_NAME,
+    ensure_embedded_catalog_dirs,
+    spark_catalog_conf,
+)
 from cdcmirror.config import Config
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
@@ -77,10 +81,7 @@ def build_spark_session(config: Config, app_name: str = "cdcmirror") -> Any:
     """A SparkSession with the cached jars and the configured Iceberg catalog."""
     from pyspark.sql import SparkSession
 
-    if not config.get("iceberg", "catalog"):
-        db, warehouse = embedded_catalog_paths(config.state_dir)
-        db.parent.mkdir(parents=True, exist_ok=True)
-        warehouse.mkdir(parents=True, exist_ok=True)
+    ensure_embedded_catalog_dirs(config)
     builder = SparkSession.builder
     for key, value in session_conf(config, app_name).items():
         builder = builder.config(key, value)

@@ -108,9 +108,7 @@ class Stack:
         self.kafka_data.mkdir(parents=True, exist_ok=True)
         self.log4j_file.write_text(layout.log4j2_properties())
         self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data))
-        self.config_file(CONNECT).write_text(
-            layout.connect_properties(plugin_path, self.root / "data" / "connect")
-        )
+        self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
 
     def _ensure_running(
         self, part: StackPart, java: str, classpath: list[Path], say: Progress

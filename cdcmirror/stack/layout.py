@@ -84,13 +84,12 @@ def broker_properties(data_dir: Path) -> str:
     )
 
 
-def connect_properties(plugin_path: Path, offsets_file_dir: Path) -> str:
+def connect_properties(plugin_path: Path) -> str:
     """A distributed-mode Connect worker with exactly-once source support and config providers.
 
     Connector configs reference secrets as ``${file:PATH:KEY}`` or ``${env:NAME}``; the
     worker resolves them, so passwords never sit in clear in a connector config.
     """
-    del offsets_file_dir  # distributed mode keeps offsets in Kafka
     return _properties(
         {
             "bootstrap.servers": f"{HOST}:{BROKER_PORT}",
