@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ test: system-deps install provision stack-up lint ## everything: install, provis
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py
+
+bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 tables
+	$(BIN)/python benchmarks/bootstrap_tables.py 200
 
 clean: ## remove the virtualenv and local state of this checkout
 	rm -rf $(VENV) .cdcmirror .pytest_cache .mypy_cache .ruff_cache

@@ -162,6 +162,65 @@ def check(ctx: click.Context) -> None:
     click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
 
 
+PROGRESS_BAR_MIN_TABLES = 20
+
+
+@cli.command("bootstrap")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--output",
+    "output_opt",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="text (default) or json: the mapping source table -> Iceberg table, per column.",
+)
+@click.option("--no-connector", is_flag=True, help="Create the tables only; leave Connect alone.")
+@click.pass_context
+@handle_errors
+def bootstrap_cmd(
+    ctx: click.Context, dry_run: bool, output_opt: str | None, no_connector: bool
+) -> None:
+    """Discover the source tables, create or evolve their Iceberg tables, register the
+    Debezium connector. Exit 1 when a table has drifted in a way cdcmirror will not change."""
+    from cdcmirror.bootstrap.report import result_json, result_text
+    from cdcmirror.bootstrap.run import bootstrap
+    from cdcmirror.config import load_config
+
+    config = load_config(ctx.obj["config_path"])
+    output = output_opt or ctx.obj["output"]
+    bar: Any = None
+
+    def on_table(name: str) -> None:
+        nonlocal bar
+        if bar is not None:
+            bar.update(1)
+
+    def start_bar(total: int) -> None:
+        nonlocal bar
+        if total >= PROGRESS_BAR_MIN_TABLES:
+            bar = click.progressbar(length=total, label="iceberg tables", file=sys.stderr)
+            bar.__enter__()
+
+    try:
+        result = bootstrap(
+            config,
+            dry_run=dry_run,
+            register_connector=not no_connector,
+            on_table=on_table,
+            on_start=start_bar,
+            on_step=_say,
+        )
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if output == "json":
+        click.echo(json.dumps(result_json(result), indent=2))
+    else:
+        click.echo(result_text(result))
+    if result.drift:
+        sys.exit(EXIT_DRIFT)
+
+
 @cli.group("config")
 def config_group() -> None:
     """Inspect the effective configuration."""

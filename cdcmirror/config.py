@@ -23,10 +23,25 @@ MASK = "***"
 
 # section -> key -> type; "table" keys take free-form sub-tables.
 SCHEMA: dict[str, dict[str, str]] = {
-    "source": {"dialect": "str", "url": "str", "include": "list", "name": "str", "password": "str"},
+    "source": {
+        "dialect": "str",
+        "url": "str",
+        "include": "list",
+        "name": "str",
+        "password": "str",
+        "keyless_tables": "str",
+        "unknown_types": "str",
+        "tinyint1_as_boolean": "bool",
+    },
     "kafka": {"bootstrap_servers": "str"},
     "connect": {"url": "str", "secrets": "str"},
-    "iceberg": {"namespace": "str", "catalog": "table"},
+    "iceberg": {
+        "namespace": "str",
+        "catalog": "table",
+        "table_name": "str",
+        "partition": "str",
+        "format_version": "int",
+    },
     "mirror": {"trigger": "str", "checkpoint_location": "str", "deletes": "str"},
     "spark": {"master": "str", "jars": "list", "conf": "table"},
 }
@@ -38,10 +53,19 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "include": ["public.*"],
         "name": "shop",
         "password": "",
+        "keyless_tables": "append",
+        "unknown_types": "error",
+        "tinyint1_as_boolean": True,
     },
     "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
-    "iceberg": {"namespace": "shop_mirror", "catalog": {}},
+    "iceberg": {
+        "namespace": "shop_mirror",
+        "catalog": {},
+        "table_name": "{table}",
+        "partition": "",
+        "format_version": 2,
+    },
     "mirror": {
         "trigger": "10 seconds",
         "checkpoint_location": ".cdcmirror/checkpoints/shop",
@@ -54,7 +78,11 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("source", "dialect"): ("postgresql", "mysql"),
     ("connect", "secrets"): ("file", "env"),
     ("mirror", "deletes"): ("hard", "soft"),
+    ("source", "keyless_tables"): ("append", "skip"),
+    ("source", "unknown_types"): ("error", "string"),
 }
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,18 @@ def _coerce(section: str, key: str, kind: str, value: Any, origin: str) -> Any:
             raise ConfigError(
                 f"{origin}: {section}.{key} = {value!r} is not one of {', '.join(choices)}"
             )
+        return value
+    if kind == "bool":
+        if isinstance(value, str) and value.lower() in TRUE_WORDS + FALSE_WORDS:
+            return value.lower() in TRUE_WORDS
+        if not isinstance(value, bool):
+            raise ConfigError(f"{origin}: {section}.{key} must be true or false, got {value!r}")
+        return value
+    if kind == "int":
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{origin}: {section}.{key} must be an integer, got {value!r}")
         return value
     if kind == "list":
         if isinstance(value, str):  # from the environment: comma-separated

@@ -46,3 +46,17 @@ class DriftError(CdcMirrorError):
     """The mirror does not match its source."""
 
     exit_code = EXIT_DRIFT
+
+
+class UnsupportedTypeError(CdcMirrorError):
+    """A source column has a type cdcmirror cannot map to Iceberg."""
+
+
+class SourceError(CdcMirrorError):
+    """The source database refused the connection, or its catalog is not what cdcmirror needs."""
+
+
+class SchemaDriftError(CdcMirrorError):
+    """An Iceberg table differs from its source in a way cdcmirror will not change by itself."""
+
+    exit_code = EXIT_DRIFT

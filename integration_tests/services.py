@@ -87,12 +87,13 @@ def debezium_connector(dialect: str, tables: list[str]) -> Iterator[Registered]:
         client.delete(name)
         secret.unlink(missing_ok=True)
         if dialect == "postgresql":
-            _drop_slot(name)
+            drop_slot(name)
 
 
-def _drop_slot(slot: str) -> None:
+def drop_slot(slot: str) -> None:
+    """Drop a replication slot once its connector has let go of it (waits up to 60 s)."""
     with pg_connect() as conn:
-        for _ in range(60):
+        for _ in range(120):
             row = conn.execute(
                 "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)
             ).fetchone()
@@ -130,3 +131,13 @@ def consume(topic: str, count: int, timeout: float = 90.0) -> list[Record]:
     finally:
         consumer.close()
     return records
+
+
+def drop_published_schema(schema: str, connector: str | None = None) -> None:
+    """Remove a test schema: its connector and replication slot, its publication entry."""
+    if connector:
+        ConnectClient(CONNECT).delete(connector)
+        drop_slot(connector.replace("-", "_"))
+    with pg_connect() as conn:
+        conn.execute(f"ALTER PUBLICATION cdcmirror DROP TABLES IN SCHEMA {schema}")
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -80,3 +80,23 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
 
 def test_mask_url_password_leaves_passwordless_urls() -> None:
     assert mask_url_password("postgresql://cdc@db/shop") == "postgresql://cdc@db/shop"
+
+
+def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
+    (tmp_path / "cdcmirror.toml").write_text(
+        "[source]\ntinyint1_as_boolean = false\n[iceberg]\nformat_version = 3\n"
+    )
+    config = load_config(environ={}, cwd=tmp_path)
+    assert config.get("source", "tinyint1_as_boolean") is False
+    assert config.get("iceberg", "format_version") == 3
+    env = {
+        "CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "true",
+        "CDCMIRROR_ICEBERG__FORMAT_VERSION": "2",
+    }
+    config = load_config(environ=env, cwd=tmp_path)
+    assert config.get("source", "tinyint1_as_boolean") is True
+    assert config.get("iceberg", "format_version") == 2
+    with pytest.raises(ConfigError, match="must be true or false"):
+        load_config(environ={"CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "maybe"}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="keyless_tables = 'drop' is not one of append, skip"):
+        load_config(environ={"CDCMIRROR_SOURCE__KEYLESS_TABLES": "drop"}, cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""The Iceberg catalog through pyiceberg (the only module that imports it)."""
+"""The Iceberg catalog through pyiceberg (this package is the only place that imports it)."""
 
 from __future__ import annotations
 

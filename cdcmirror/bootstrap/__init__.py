@@ -1,0 +1,2 @@
+"""``cdcmirror bootstrap``: discover the source, create the Iceberg tables, register the
+Debezium connector."""

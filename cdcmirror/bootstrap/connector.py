@@ -1,0 +1,121 @@
+"""The Debezium connector bootstrap registers: its config from the ``connectors/`` template
+and the discovered tables (pure), and its registration through Kafka Connect's REST API."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.config import Config
+from cdcmirror.connectors import password_reference, render_connector
+from cdcmirror.exceptions import ConfigError, SourceError
+from cdcmirror.source.model import SourceCatalog
+from cdcmirror.source.postgresql import PUBLICATION
+
+
+def connector_name(source_name: str) -> str:
+    """The Kafka Connect name of the source's connector.
+
+    >>> connector_name("shop")
+    'cdcmirror-shop'
+    """
+    return f"cdcmirror-{source_name}"
+
+
+def slot_name(source_name: str) -> str:
+    """A valid PostgreSQL replication slot name for the source.
+
+    >>> slot_name("Shop-EU")
+    'cdcmirror_shop_eu'
+    """
+    return "cdcmirror_" + re.sub(r"[^a-z0-9_]", "_", source_name.lower())[:50]
+
+
+def server_id(source_name: str) -> int:
+    """A stable MySQL replica server id for the source (any id unique among replicas works).
+
+    >>> server_id("shop") == server_id("shop") != server_id("crm")
+    True
+    """
+    return 100_000 + zlib.crc32(f"cdcmirror:{source_name}".encode()) % 4_000_000_000
+
+
+def include_list(tables: list[str]) -> str:
+    """Debezium's ``table.include.list``: anchored regular expressions, so dots are escaped.
+
+    >>> include_list(["public.orders", "public.order_items"])
+    'public\\\\.order_items,public\\\\.orders'
+    """
+    return ",".join(sorted(re.escape(t) for t in tables))
+
+
+def secret_file(config: Config, source_name: str) -> Path:
+    return config.state_dir / "secrets" / f"{connector_name(source_name)}.properties"
+
+
+def template_name(catalog: SourceCatalog) -> str:
+    return catalog.flavor  # postgresql, mysql or mariadb: one template each
+
+
+def publication_problems(catalog: SourceCatalog) -> list[str]:
+    """PostgreSQL tables the connector could not stream because the publication lacks them."""
+    if catalog.dialect != "postgresql" or catalog.published is None:
+        return []
+    return sorted(t.qualified for t in catalog.tables if t.qualified not in catalog.published)
+
+
+@dataclass(frozen=True)
+class ConnectorPlan:
+    name: str
+    config: dict[str, str]
+    password: str
+
+
+def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) -> ConnectorPlan:
+    """The connector config for the discovered tables; the password is a provider reference."""
+    from cdcmirror.source.connection import source_url
+
+    missing = publication_problems(catalog)
+    if missing:
+        raise SourceError(
+            f"publication {PUBLICATION!r} does not include {', '.join(missing)}, so Debezium "
+            "would never see their changes. A superuser adds them: ALTER PUBLICATION "
+            f"{PUBLICATION} ADD TABLES IN SCHEMA {missing[0].split('.')[0]} (or ADD TABLE "
+            f"{missing[0]}); sql/postgresql/publication.sql creates the publication"
+        )
+    source_name = str(config.get("source", "name"))
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", source_name):
+        raise ConfigError(
+            f"source.name {source_name!r} is the Kafka topic prefix: use letters, digits, '.', "
+            "'_' or '-' only"
+        )
+    url = source_url(config)
+    mode = str(config.get("connect", "secrets"))
+    params = {
+        "host": str(url.host or "127.0.0.1"),
+        "port": str(url.port or (5432 if catalog.dialect == "postgresql" else 3306)),
+        "user": str(url.username or ""),
+        "password_ref": password_reference(mode, secret_path),
+        "database": catalog.database
+        if catalog.dialect == "postgresql"
+        else ",".join(sorted({t.schema for t in catalog.tables})),
+        "topic_prefix": source_name,
+        "table_include_list": include_list([t.qualified for t in catalog.tables]),
+        "slot_name": slot_name(source_name),
+        "server_id": str(server_id(source_name)),
+        "kafka_bootstrap_servers": str(config.get("kafka", "bootstrap_servers")),
+    }
+    rendered = render_connector(template_name(catalog), params)
+    if config.get("source", "unknown_types") == "string":
+        rendered["include.unknown.datatypes"] = "true"
+    return ConnectorPlan(connector_name(source_name), rendered, str(url.password or ""))
+
+
+def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: str) -> bool:
+    """Whether Connect already runs the wanted config (Connect adds ``name``)."""
+    if current is None:
+        return False
+    return {k: str(v) for k, v in current.items()} == {**wanted, "name": name}

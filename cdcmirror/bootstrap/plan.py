@@ -1,0 +1,289 @@
+"""What bootstrap wants each Iceberg table to be, and what must change to get there. Pure.
+
+``desired_table`` turns a discovered source table into the Iceberg table it maps to;
+``plan_table`` compares that with the table the catalog has (as plain data) and lists the
+changes bootstrap may make by itself (create, add column, allowed widening, relax NOT NULL,
+table properties) and the drift it must not touch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
+from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
+from cdcmirror.source.model import SourceCatalog, SourceTable
+from cdcmirror.typemap import MappingOptions, map_column
+
+MERGE_ON_READ = {
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    source: str
+    source_type: str
+    iceberg_type: str
+    carrier: str
+    required: bool
+    domain: str | None = None
+
+
+@dataclass(frozen=True)
+class Partition:
+    buckets: int
+    column: str
+
+
+@dataclass(frozen=True)
+class DesiredTable:
+    source: SourceTable
+    namespace: str
+    name: str
+    columns: tuple[IcebergColumn, ...]
+    mappings: tuple[ColumnMapping, ...]
+    key: tuple[str, ...]
+    mode: str  # "upsert" (a key identifies rows) or "append"
+    partition: Partition | None
+    properties: dict[str, str]
+
+    @property
+    def identifier(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+
+@dataclass(frozen=True)
+class ExistingTable:
+    """An Iceberg table as the catalog has it, as plain data."""
+
+    columns: dict[str, tuple[str, bool]]  # name -> (Iceberg type, required)
+    identifier_fields: tuple[str, ...]
+    properties: dict[str, str]
+
+
+@dataclass
+class TablePlan:
+    desired: DesiredTable
+    action: str  # "create", "alter" or "unchanged"
+    add: list[IcebergColumn] = field(default_factory=list)
+    widen: list[tuple[str, str, str]] = field(default_factory=list)  # (column, from, to)
+    relax: list[str] = field(default_factory=list)  # columns that become optional
+    set_properties: dict[str, str] = field(default_factory=dict)
+    drift: list[str] = field(default_factory=list)
+
+    def changes(self) -> list[str]:
+        out = [f"add column {c.name} {c.type}" for c in self.add]
+        out += [f"widen {c} {a} -> {b}" for c, a, b in self.widen]
+        out += [f"make {c} optional" for c in self.relax]
+        out += [f"set {k}={v}" for k, v in sorted(self.set_properties.items())]
+        return out
+
+
+def iceberg_table_name(template: str, schema: str, table: str) -> str:
+    """The Iceberg table name of a source table (``iceberg.table_name``).
+
+    >>> iceberg_table_name("{table}", "public", "Orders")
+    'orders'
+    >>> iceberg_table_name("{schema}__{table}", "sales", "orders")
+    'sales__orders'
+    """
+    try:
+        name = template.format(schema=schema, table=table)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            f"iceberg.table_name {template!r} may use only {{schema}} and {{table}}"
+        ) from exc
+    return name.lower()
+
+
+_BUCKET = re.compile(r"^bucket\(\s*(\d+)\s*(?:,\s*([^)\s]+)\s*)?\)$")
+
+
+def parse_partition(text: str) -> tuple[int, str | None] | None:
+    """``iceberg.partition``: empty for none, ``bucket(N)`` on the first key column, or
+    ``bucket(N, column)``.
+
+    >>> parse_partition("bucket(16)")
+    (16, None)
+    >>> parse_partition("bucket(8, tenant)")
+    (8, 'tenant')
+    >>> parse_partition("") is None
+    True
+    """
+    text = text.strip()
+    if not text or text == "none":
+        return None
+    match = _BUCKET.match(text)
+    if match is None or int(match[1]) < 1:
+        raise ConfigError(
+            f"iceberg.partition {text!r}: write bucket(N) or bucket(N, column), or leave it "
+            "empty for unpartitioned tables"
+        )
+    return int(match[1]), match[2]
+
+
+def _doc(source_type: str, domain: str | None, comment: str | None) -> str:
+    doc = f"source type: {source_type}"
+    if domain:
+        doc += f" (domain {domain})"
+    return f"{doc}; {comment}" if comment else doc
+
+
+def desired_table(
+    catalog: SourceCatalog,
+    table: SourceTable,
+    namespace: str,
+    name_template: str = "{table}",
+    options: MappingOptions | None = None,
+    partition: str = "",
+) -> DesiredTable:
+    """The Iceberg table a source table maps to. Raises for every column without a mapping."""
+    columns: list[IcebergColumn] = []
+    mappings: list[ColumnMapping] = []
+    errors: list[str] = []
+    for col in table.columns:
+        if col.name.startswith(PREFIX):
+            errors.append(
+                f"{table.qualified}.{col.name}: source columns may not start with {PREFIX!r} "
+                "(cdcmirror's own columns do); rename the column or leave the table out"
+            )
+            continue
+        try:
+            m = map_column(catalog.dialect, f"{table.qualified}.{col.name}", col.type, options)
+        except UnsupportedTypeError as exc:
+            errors.append(str(exc))
+            continue
+        required = col.name in table.key
+        columns.append(
+            IcebergColumn(
+                col.name, m.iceberg, required, _doc(col.type.text, col.type.domain, col.comment)
+            )
+        )
+        mappings.append(
+            ColumnMapping(col.name, col.type.text, m.iceberg, m.carrier, required, col.type.domain)
+        )
+    if errors:
+        raise UnsupportedTypeError("\n".join(errors))
+    bad_keys = [c.name for c in columns if c.required and c.type in ("float", "double")]
+    if bad_keys or any(c.required and "<" in c.type for c in columns):
+        raise UnsupportedTypeError(
+            f"{table.qualified}: key column(s) {', '.join(bad_keys) or 'of a nested type'} "
+            "cannot identify Iceberg rows (floating point and nested types are not allowed "
+            "as identifier fields); use another key or leave the table out"
+        )
+    columns.extend(CDC_COLUMNS)
+    parsed = parse_partition(partition)
+    spec = None
+    if parsed is not None and table.key:
+        buckets, column = parsed
+        column = column or table.key[0]
+        if column not in {c.name for c in columns}:
+            raise ConfigError(
+                f"iceberg.partition names column {column!r}, which {table.qualified} lacks"
+            )
+        spec = Partition(buckets, column)
+    mode = "upsert" if table.key else "append"
+    properties = {
+        **MERGE_ON_READ,
+        "cdcmirror.source": f"{catalog.flavor}:{table.qualified}",
+        "cdcmirror.key": table.key_source,
+        "cdcmirror.mode": mode,
+    }
+    return DesiredTable(
+        source=table,
+        namespace=namespace,
+        name=iceberg_table_name(name_template, table.schema, table.name),
+        columns=tuple(columns),
+        mappings=tuple(mappings),
+        key=table.key,
+        mode=mode,
+        partition=spec,
+        properties=properties,
+    )
+
+
+_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+
+
+def is_widening(old: str, new: str) -> bool:
+    """Iceberg's allowed type promotions.
+
+    >>> is_widening("int", "long"), is_widening("decimal(10,2)", "decimal(12,2)")
+    (True, True)
+    >>> is_widening("long", "int"), is_widening("decimal(10,2)", "decimal(12,3)")
+    (False, False)
+    """
+    if (old, new) in (("int", "long"), ("float", "double")):
+        return True
+    a, b = _DECIMAL.match(old), _DECIMAL.match(new)
+    return bool(a and b and a[2] == b[2] and int(b[1]) > int(a[1]))
+
+
+def normalize_type(text: str) -> str:
+    """Iceberg type text without spaces after commas: ``decimal(10, 2)`` -> ``decimal(10,2)``.
+
+    >>> normalize_type("map<string, string>")
+    'map<string,string>'
+    """
+    return re.sub(r",\s+", ",", text.strip())
+
+
+def plan_table(desired: DesiredTable, existing: ExistingTable | None) -> TablePlan:
+    """What bootstrap does to one table; ``existing=None`` when the catalog has no table."""
+    if existing is None:
+        return TablePlan(desired, "create")
+    plan = TablePlan(desired, "unchanged")
+    seen = set()
+    for col in desired.columns:
+        seen.add(col.name)
+        if col.name not in existing.columns:
+            if col.required:
+                plan.drift.append(
+                    f"key column {col.name} is new at the source; an Iceberg identifier "
+                    "column cannot be added to a table with rows"
+                )
+            else:
+                plan.add.append(col)
+            continue
+        old_type, old_required = existing.columns[col.name]
+        old_type = normalize_type(old_type)
+        if old_type != col.type:
+            if is_widening(old_type, col.type):
+                plan.widen.append((col.name, old_type, col.type))
+            else:
+                plan.drift.append(
+                    f"column {col.name}: the source type now maps to {col.type}, the Iceberg "
+                    f"column is {old_type}, and {old_type} -> {col.type} is not an allowed "
+                    "widening"
+                )
+        if old_required and not col.required:
+            plan.relax.append(col.name)
+        elif col.required and not old_required:
+            plan.drift.append(f"column {col.name} is now part of the key but optional in Iceberg")
+    for name in existing.columns:
+        if name not in seen:
+            plan.drift.append(
+                f"column {name} is no longer in the source; kept in Iceberg (new rows get NULL)"
+            )
+    if tuple(sorted(existing.identifier_fields)) != tuple(sorted(desired.key)):
+        plan.drift.append(
+            f"the source key is ({', '.join(desired.key) or 'none'}) but the Iceberg "
+            f"identifier fields are ({', '.join(existing.identifier_fields) or 'none'})"
+        )
+    for key, value in desired.properties.items():
+        if existing.properties.get(key) != value:
+            plan.set_properties[key] = value
+    if plan.add or plan.widen or plan.relax or plan.set_properties:
+        plan.action = "alter"
+    return plan
+
+
+DRIFT_ADVICE = (
+    "cdcmirror changes nothing it cannot change safely. To follow the source, drop the "
+    "Iceberg table and run `cdcmirror bootstrap` again, then re-snapshot the table; or change "
+    "the source back"
+)

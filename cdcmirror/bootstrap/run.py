@@ -1,0 +1,219 @@
+"""Run a bootstrap: discover, map, check, then create or evolve tables and register the
+connector. Every check that can fail runs before anything is written."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.bootstrap import connector as conn_mod
+from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
+from cdcmirror.catalog_properties import embedded_catalog_paths
+from cdcmirror.config import Config
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.connectors import masked, write_secret_file
+from cdcmirror.exceptions import ConfigError, ConnectorError, UnsupportedTypeError
+from cdcmirror.source.model import SourceCatalog
+from cdcmirror.typemap import MappingOptions
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ConnectorResult:
+    name: str
+    action: str  # "create", "update", "unchanged" or "skipped"
+    config: dict[str, Any]  # masked
+    state: str | None = None
+
+
+@dataclass
+class BootstrapResult:
+    catalog: SourceCatalog
+    plans: list[TablePlan]
+    connector: ConnectorResult | None
+    dry_run: bool
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def drift(self) -> list[TablePlan]:
+        return [p for p in self.plans if p.drift]
+
+
+def _desired(config: Config, catalog: SourceCatalog) -> list[DesiredTable]:
+    options = MappingOptions(
+        unknown_types=str(config.get("source", "unknown_types")),
+        tinyint1_as_boolean=bool(config.get("source", "tinyint1_as_boolean")),
+    )
+    namespace = str(config.get("iceberg", "namespace"))
+    out, errors = [], []
+    for table in catalog.tables:
+        try:
+            out.append(
+                desired_table(
+                    catalog,
+                    table,
+                    namespace,
+                    str(config.get("iceberg", "table_name")),
+                    options,
+                    str(config.get("iceberg", "partition")),
+                )
+            )
+        except UnsupportedTypeError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise UnsupportedTypeError("\n".join(errors))
+    by_name: dict[str, str] = {}
+    for d in out:
+        other = by_name.setdefault(d.identifier, d.source.qualified)
+        if other != d.source.qualified:
+            raise ConfigError(
+                f"{other} and {d.source.qualified} both map to Iceberg table {d.identifier}; set "
+                'iceberg.table_name = "{schema}__{table}"'
+            )
+    return out
+
+
+def _open_catalog(config: Config, dry_run: bool) -> Any | None:
+    """The Iceberg catalog; None in a dry run whose embedded catalog does not exist yet (a dry
+    run creates nothing, not even the catalog file)."""
+    from cdcmirror.catalog import load_catalog
+
+    if dry_run and not config.get("iceberg", "catalog"):
+        db, _ = embedded_catalog_paths(config.state_dir)
+        if not db.exists():
+            return None
+    return load_catalog(config)
+
+
+def bootstrap(
+    config: Config,
+    *,
+    dry_run: bool = False,
+    register_connector: bool = True,
+    on_table: Callable[[str], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    wait_timeout: float = 120.0,
+) -> BootstrapResult:
+    """Discover the included tables, create or evolve their Iceberg tables, register the
+    connector. ``dry_run`` computes and validates everything and writes nothing."""
+    import time
+
+    from cdcmirror.catalog.tables import apply_plan, ensure_namespace, read_existing
+    from cdcmirror.source.discovery import discover
+
+    def step(message: str) -> None:
+        logger.info("%s", message)
+        if on_step:
+            on_step(message)
+
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    step("discovering source tables")
+    catalog_src = discover(config)
+    timings["discover"] = time.monotonic() - t0
+    desired = _desired(config, catalog_src)
+    step(f"{len(desired)} tables mapped")
+
+    client: ConnectClient | None = None
+    plan_c: conn_mod.ConnectorPlan | None = None
+    secret_path = conn_mod.secret_file(config, str(config.get("source", "name")))
+    if register_connector:
+        t = time.monotonic()
+        client = ConnectClient(str(config.get("connect", "url")))
+        plan_c = conn_mod.plan_connector(config, catalog_src, secret_path)
+        _validate(client, plan_c, config, secret_path, dry_run)
+        timings["validate connector"] = time.monotonic() - t
+
+    t = time.monotonic()
+    iceberg = _open_catalog(config, dry_run)
+    plans = []
+    for d in desired:
+        existing = read_existing(iceberg, d.identifier) if iceberg is not None else None
+        plans.append(plan_table(d, existing))
+    timings["plan tables"] = time.monotonic() - t
+
+    t = time.monotonic()
+    if not dry_run:
+        if on_start:
+            on_start(len(plans))
+        if any(p.action == "create" for p in plans):
+            ensure_namespace(iceberg, str(config.get("iceberg", "namespace")))
+        version = int(config.get("iceberg", "format_version"))
+        for p in plans:
+            apply_plan(iceberg, p, version)
+            if on_table:
+                on_table(p.desired.identifier)
+    timings["apply tables"] = time.monotonic() - t
+
+    result_c: ConnectorResult | None = None
+    if plan_c is not None and client is not None:
+        if not dry_run:
+            step(f"registering connector {plan_c.name}")
+        t = time.monotonic()
+        result_c = _register(client, plan_c, secret_path, dry_run, wait_timeout)
+        timings["register connector"] = time.monotonic() - t
+    timings["total"] = time.monotonic() - t0
+    return BootstrapResult(catalog_src, plans, result_c, dry_run, timings)
+
+
+def _validate(
+    client: ConnectClient,
+    plan: conn_mod.ConnectorPlan,
+    config: Config,
+    secret_path: Path,
+    dry_run: bool,
+) -> None:
+    """Connect's validate endpoint on the config, before anything is written. A dry run
+    validates with a temporary secret file so the real one is not written."""
+    if config.get("connect", "secrets") != "file":
+        errors = client.validate({**plan.config, "name": plan.name})
+    elif dry_run:
+        with tempfile.TemporaryDirectory(prefix="cdcmirror-validate-") as tmp:
+            tmp_secret = write_secret_file(Path(tmp) / "secret.properties", plan.password)
+            cfg = {k: v.replace(str(secret_path), str(tmp_secret)) for k, v in plan.config.items()}
+            errors = client.validate({**cfg, "name": plan.name})
+    else:
+        _write_secret(secret_path, plan.password)
+        errors = client.validate({**plan.config, "name": plan.name})
+    if errors:
+        raise ConnectorError(
+            f"Kafka Connect rejects the config of connector {plan.name!r}:\n  "
+            + "\n  ".join(errors)
+        )
+
+
+def _write_secret(path: Path, password: str) -> None:
+    """Write the secret file only when its content changes (idempotent, no churn)."""
+    escaped = password.replace("\\", "\\\\").replace("\n", "\\n")
+    if path.exists() and path.read_text("utf-8") == f"password={escaped}\n":
+        return
+    write_secret_file(path, password)
+
+
+def _register(
+    client: ConnectClient,
+    plan: conn_mod.ConnectorPlan,
+    secret_path: Path,
+    dry_run: bool,
+    wait_timeout: float,
+) -> ConnectorResult:
+    current = client.config(plan.name) if plan.name in client.names() else None
+    if conn_mod.same_config(current, plan.config, plan.name):
+        action = "unchanged"
+    else:
+        action = "create" if current is None else "update"
+    result = ConnectorResult(plan.name, action, masked(plan.config))
+    if dry_run:
+        return result
+    if action != "unchanged":
+        client.put(plan.name, plan.config, validate=False)
+        logger.info("%sd connector %s", action, plan.name)
+    status = client.wait_running(plan.name, timeout=wait_timeout)
+    result.state = status["connector"]["state"]
+    return result

@@ -1,0 +1,1 @@
+"""The source databases: their catalog as plain data, and discovery through SQLAlchemy."""

@@ -1,0 +1,124 @@
+"""Discover the included source tables: the one entry point over both dialects."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ConfigError, SourceError
+from cdcmirror.source import include
+from cdcmirror.source.connection import open_engine
+from cdcmirror.source.model import SourceCatalog, SourceTable
+
+logger = logging.getLogger(__name__)
+
+
+def _grant_hint(dialect: str, table: str, user: str) -> str:
+    if dialect == "postgresql":
+        schema = table.split(".", 1)[0]
+        return f"GRANT USAGE ON SCHEMA {schema} TO {user}; GRANT SELECT ON {table} TO {user}"
+    database = table.split(".", 1)[0]
+    return f"GRANT SELECT ON `{database}`.* TO '{user}'@'<host>'"
+
+
+def _server_facts(conn: Any, dialect: str) -> tuple[str, str, str, str]:
+    """(flavor, version, database, user)."""
+    from sqlalchemy import text
+
+    if dialect == "postgresql":
+        version, database, user = conn.execute(
+            text("SELECT current_setting('server_version'), current_database(), current_user")
+        ).one()
+        return "postgresql", str(version), str(database), str(user)
+    version, database, user = conn.execute(
+        text("SELECT VERSION(), DATABASE(), SUBSTRING_INDEX(CURRENT_USER(), '@', 1)")
+    ).one()
+    flavor = "mariadb" if "mariadb" in str(version).lower() else "mysql"
+    return flavor, str(version), str(database), str(user)
+
+
+def discover(config: Config) -> SourceCatalog:
+    """Every table ``source.include`` selects, with columns, types and keys.
+
+    Fails (exit 2) when a pattern names a schema or table that does not exist, when no table
+    matches, or when the connecting user cannot read an included table; nothing is written.
+    """
+    from sqlalchemy import inspect
+
+    from cdcmirror.source import mysql, postgresql
+
+    dialect = str(config.get("source", "dialect"))
+    patterns = list(config.get("source", "include"))
+    problems = include.check_patterns(patterns)
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+    def wanted(name: str) -> bool:
+        return include.is_included(name, patterns)
+
+    engine = open_engine(config)
+    published: frozenset[str] | None = None
+    try:
+        with engine.connect() as conn:
+            flavor, version, database, user = _server_facts(conn, dialect)
+            inspector = inspect(conn)
+            if dialect == "postgresql":
+                tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
+                published = postgresql.published_tables(conn)
+            else:
+                tables, readable, schemas = mysql.discover(conn, inspector, wanted)
+    finally:
+        engine.dispose()
+
+    where = f"{flavor} database {database!r}"
+    missing_schemas = [s for s in include.literal_schemas(patterns) if s not in schemas]
+    if missing_schemas:
+        raise SourceError(
+            f"source.include names schema {', '.join(map(repr, missing_schemas))}, which the "
+            f"{where} does not have (or user {user!r} cannot see); fix source.include"
+        )
+    found = {t.qualified for t in tables}
+    for name in include.literal_tables(patterns):
+        if name not in found:
+            raise SourceError(
+                f"source.include names table {name!r}: no such table in the {where}, or user "
+                f"{user!r} cannot see it ({_grant_hint(dialect, name, user)})"
+            )
+    unreadable = sorted(name for name, ok in readable.items() if not ok)
+    if unreadable:
+        raise SourceError(
+            f"user {user!r} cannot read {', '.join(unreadable)} in the {where}; the initial "
+            f"snapshot reads every table. Grant it, e.g. "
+            f"{_grant_hint(dialect, unreadable[0], user)}, or leave the table out of "
+            "source.include"
+        )
+    if not tables:
+        raise SourceError(
+            f"source.include {patterns} matches no table in the {where}; fix source.include"
+        )
+    kept: list[SourceTable] = []
+    skipped: list[str] = []
+    for table in tables:
+        if table.key:
+            kept.append(table)
+        elif config.get("source", "keyless_tables") == "skip":
+            logger.warning("%s has no primary key or usable unique index: skipped", table.qualified)
+            skipped.append(table.qualified)
+        else:
+            logger.warning(
+                "%s has no primary key or unique index over NOT NULL columns: mirrored "
+                "append-only (every change is a new row)",
+                table.qualified,
+            )
+            kept.append(table)
+    return SourceCatalog(
+        dialect=dialect,
+        flavor=flavor,
+        server_version=version,
+        database=database,
+        user=user,
+        tables=tuple(kept),
+        skipped=tuple(skipped),
+        published=published,
+    )

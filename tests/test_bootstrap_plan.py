@@ -1,0 +1,154 @@
+"""The pure parts of bootstrap: desired tables, plans, connector config."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.bootstrap.connector import include_list, plan_connector, same_config
+from cdcmirror.bootstrap.plan import ExistingTable, desired_table, plan_table
+from cdcmirror.config import load_config
+from cdcmirror.exceptions import ConfigError, SourceError, UnsupportedTypeError
+from cdcmirror.source.model import SourceCatalog, SourceColumn, SourceTable
+from cdcmirror.source.type_parsing import parse_postgresql_type as pg
+
+
+def _table(*cols: tuple[str, str], key: tuple[str, ...] = ("id",)) -> SourceTable:
+    columns = tuple(SourceColumn(n, pg(t), nullable=n not in key) for n, t in cols)
+    return SourceTable("public", "Orders", columns, key, "primary key" if key else "none")
+
+
+def _catalog(*tables: SourceTable, published: frozenset[str] | None = None) -> SourceCatalog:
+    return SourceCatalog("postgresql", "postgresql", "15", "shop", "cdc", tables, (), published)
+
+
+ORDERS = _table(("id", "bigint"), ("amount", "numeric(10,2)"), ("note", "text"))
+
+
+def _existing(desired_cols: dict[str, tuple[str, bool]], key: tuple[str, ...]) -> ExistingTable:
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns")
+    cols = {c.name: (c.type, c.required) for c in d.columns}
+    cols.update(desired_cols)
+    return ExistingTable(cols, key, dict(d.properties))
+
+
+def test_desired_table_has_source_columns_then_cdc_columns() -> None:
+    d = desired_table(_catalog(ORDERS), ORDERS, "shop_mirror")
+    assert d.identifier == "shop_mirror.orders"
+    assert [(c.name, c.type, c.required) for c in d.columns] == [
+        ("id", "long", True),
+        ("amount", "decimal(10,2)", False),
+        ("note", "string", False),
+        ("_cdc_op", "string", False),
+        ("_cdc_position", "list<long>", False),
+        ("_cdc_source_ts", "timestamptz", False),
+        ("_cdc_deleted", "boolean", False),
+    ]
+    assert d.columns[1].doc == "source type: numeric(10,2)"
+    assert d.mode == "upsert" and d.properties["write.merge.mode"] == "merge-on-read"
+
+
+def test_every_unmappable_column_is_named_at_once() -> None:
+    t = _table(("id", "int"), ("a", "box"), ("b", "tsquery"))
+    with pytest.raises(UnsupportedTypeError) as err:
+        desired_table(_catalog(t), t, "ns")
+    assert "public.Orders.a: type box" in str(err.value)
+    assert "public.Orders.b: type tsquery" in str(err.value)
+
+
+def test_float_key_and_cdc_prefix_are_refused() -> None:
+    t = _table(("x", "double precision"), key=("x",))
+    with pytest.raises(UnsupportedTypeError, match="floating point"):
+        desired_table(_catalog(t), t, "ns")
+    t2 = _table(("id", "int"), ("_cdc_op", "text"))
+    with pytest.raises(UnsupportedTypeError, match="may not start with '_cdc_'"):
+        desired_table(_catalog(t2), t2, "ns")
+
+
+def test_bucket_partition_defaults_to_first_key_column() -> None:
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns", partition="bucket(16)")
+    assert (d.partition.buckets, d.partition.column) == (16, "id")  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="lacks"):
+        desired_table(_catalog(ORDERS), ORDERS, "ns", partition="bucket(4, nope)")
+    with pytest.raises(ConfigError, match="bucket"):
+        desired_table(_catalog(ORDERS), ORDERS, "ns", partition="days(ts)")
+
+
+def test_keyless_table_is_append_only() -> None:
+    t = _table(("ts", "timestamptz"), ("msg", "text"), key=())
+    d = desired_table(_catalog(t), t, "ns", partition="bucket(8)")
+    assert d.mode == "append" and d.key == () and d.partition is None
+    assert not any(c.required for c in d.columns)
+
+
+def test_plan_create_unchanged_add_widen_relax() -> None:
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns")
+    assert plan_table(d, None).action == "create"
+    assert plan_table(d, _existing({}, ("id",))).action == "unchanged"
+
+    existing = _existing({"amount": ("decimal(8,2)", True)}, ("id",))
+    del existing.columns["note"]
+    plan = plan_table(d, existing)
+    assert plan.action == "alter" and not plan.drift
+    assert plan.changes() == [
+        "add column note string",
+        "widen amount decimal(8,2) -> decimal(10,2)",
+        "make amount optional",
+    ]
+
+
+def test_plan_drift_is_reported_never_applied() -> None:
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns")
+    existing = _existing({"amount": ("double", False), "gone": ("int", False)}, ("note",))
+    plan = plan_table(d, existing)
+    assert plan.action == "unchanged"
+    assert any("amount" in m and "not an allowed widening" in m for m in plan.drift)
+    assert any("gone is no longer in the source" in m for m in plan.drift)
+    assert any("identifier fields are (note)" in m for m in plan.drift)
+
+
+def test_changed_properties_are_set() -> None:
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns")
+    existing = _existing({}, ("id",))
+    existing.properties["write.merge.mode"] = "copy-on-write"
+    plan = plan_table(d, existing)
+    assert plan.action == "alter"
+    assert plan.set_properties == {"write.merge.mode": "merge-on-read"}
+
+
+def test_connector_config_for_discovered_tables(tmp_path: Path) -> None:
+    config = load_config(
+        environ={"CDCMIRROR_SOURCE__PASSWORD": "pw-secret", "CDCMIRROR_SOURCE__NAME": "shop"},
+        cwd=tmp_path,
+    )
+    catalog = _catalog(ORDERS, published=frozenset({"public.Orders"}))
+    plan = plan_connector(config, catalog, tmp_path / "s.properties")
+    assert plan.name == "cdcmirror-shop"
+    assert plan.config["table.include.list"] == r"public\.Orders"
+    assert plan.config["database.password"] == f"${{file:{tmp_path}/s.properties:password}}"
+    assert plan.config["slot.name"] == "cdcmirror_shop"
+    assert plan.config["interval.handling.mode"] == "string"
+    assert "pw-secret" not in str(plan.config)
+    assert same_config({**plan.config, "name": "cdcmirror-shop"}, plan.config, "cdcmirror-shop")
+    assert not same_config(None, plan.config, "cdcmirror-shop")
+
+
+def test_connector_refuses_unpublished_tables(tmp_path: Path) -> None:
+    config = load_config(environ={}, cwd=tmp_path)
+    with pytest.raises(SourceError, match=r"ADD TABLES IN SCHEMA public"):
+        plan_connector(config, _catalog(ORDERS, published=frozenset()), tmp_path / "s")
+
+
+def test_include_list_escapes_regex() -> None:
+    assert include_list(["db.a_b", "db.c-d"]) == r"db\.a_b,db\.c\-d"
+
+
+def test_table_name_collision_is_a_config_error(tmp_path: Path) -> None:
+    from cdcmirror.bootstrap.run import _desired
+
+    a = ORDERS
+    b = replace(ORDERS, schema="sales")
+    with pytest.raises(ConfigError, match=r"\{schema\}__\{table\}"):
+        _desired(load_config(environ={}, cwd=tmp_path), _catalog(a, b))

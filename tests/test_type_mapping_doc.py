@@ -1,0 +1,81 @@
+"""docs/type-mapping.md is the golden table of the type mapping: every row is checked here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.exceptions import UnsupportedTypeError
+from cdcmirror.source.model import SourceType
+from cdcmirror.source.type_parsing import parse_mysql_type, parse_postgresql_type
+from cdcmirror.typemap import MappingOptions, map_column
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"
+
+
+def _cell(text: str) -> str:
+    return text.strip().replace("\\<", "<")
+
+
+def doc_rows() -> list[tuple[str, str, str, str]]:
+    rows = []
+    for line in DOC.read_text("utf-8").splitlines():
+        cells = [_cell(c) for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[0] in ("postgresql", "mysql"):
+            rows.append((cells[0], cells[1], cells[2], cells[3]))
+    return rows
+
+
+def source_type(dialect: str, text: str) -> SourceType:
+    """The SourceType discovery would produce for a row's source type cell."""
+    if dialect == "mysql":
+        return parse_mysql_type(text)
+    if m := re.fullmatch(r"(\S+) \(enum\)", text):
+        return SourceType(name="enum", text=m[1], values=("a", "b"))
+    if m := re.fullmatch(r"(\S+) \(domain over (.+)\)", text):
+        return replace(parse_postgresql_type(m[2]), domain=m[1])
+    return parse_postgresql_type(text)
+
+
+ROWS = doc_rows()
+
+
+def test_the_doc_has_the_rows() -> None:
+    assert len([r for r in ROWS if r[0] == "postgresql"]) >= 45
+    assert len([r for r in ROWS if r[0] == "mysql"]) >= 40
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text", "iceberg", "carrier"), ROWS, ids=[f"{r[0]}:{r[1]}" for r in ROWS]
+)
+def test_doc_row_is_the_mapping(dialect: str, text: str, iceberg: str, carrier: str) -> None:
+    mapping = map_column(dialect, "s.t.c", source_type(dialect, text))
+    assert (mapping.iceberg, mapping.carrier) == (iceberg, carrier)
+
+
+def test_tinyint1_setting_keeps_int() -> None:
+    off = MappingOptions(tinyint1_as_boolean=False)
+    assert map_column("mysql", "s.t.c", parse_mysql_type("tinyint(1)"), off).iceberg == "int"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text"),
+    [("postgresql", "box"), ("postgresql", "tsquery"), ("postgresql", "integer[][]")],
+)
+def test_unknown_type_names_the_column_unless_mapped_to_string(dialect: str, text: str) -> None:
+    t = parse_postgresql_type(text)
+    if text == "integer[][]":  # arrays of arrays
+        t = SourceType(name="array", text=text, element=SourceType(name="array", text="integer[]"))
+    with pytest.raises(UnsupportedTypeError, match=r"shop\.orders\.c: type .*unknown_types"):
+        map_column(dialect, "shop.orders.c", t)
+    relaxed = map_column(dialect, "shop.orders.c", t, MappingOptions(unknown_types="string"))
+    assert (relaxed.iceberg, relaxed.carrier) == ("string", "bytes")
+
+
+@pytest.mark.parametrize("text", ["inet4", "inet6"])
+def test_mariadb_inet_is_refused_even_as_string(text: str) -> None:
+    with pytest.raises(UnsupportedTypeError, match=r"db\.t\.addr: type inet. cannot be mirrored"):
+        map_column("mysql", "db.t.addr", parse_mysql_type(text), MappingOptions("string"))
