@@ -54,9 +54,3 @@ class UnsupportedTypeError(CdcMirrorError):
 
 class SourceError(CdcMirrorError):
     """The source database refused the connection, or its catalog is not what cdcmirror needs."""
-
-
-class SchemaDriftError(CdcMirrorError):
-    """An Iceberg table differs from its source in a way cdcmirror will not change by itself."""
-
-    exit_code = EXIT_DRIFT
