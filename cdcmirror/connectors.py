@@ -64,12 +64,15 @@ def password_reference(
 
 
 def write_secret_file(path: Path, password: str) -> Path:
-    """Write ``password=...`` for Connect's FileConfigProvider, readable by the owner only."""
+    """Write ``password=...`` for Connect's FileConfigProvider, readable by the owner only.
+    A file that already holds the same password is left as it is (no churn on re-runs)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     escaped = password.replace("\\", "\\\\").replace("\n", "\\n")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(f"password={escaped}\n")
+    text = f"password={escaped}\n"
+    if not (path.is_file() and path.read_text("utf-8") == text):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
     path.chmod(0o600)
     return path
 

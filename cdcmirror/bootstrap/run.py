@@ -179,21 +179,13 @@ def _validate(
             cfg = {k: v.replace(str(secret_path), str(tmp_secret)) for k, v in plan.config.items()}
             errors = client.validate({**cfg, "name": plan.name})
     else:
-        _write_secret(secret_path, plan.password)
+        write_secret_file(secret_path, plan.password)
         errors = client.validate({**plan.config, "name": plan.name})
     if errors:
         raise ConnectorError(
             f"Kafka Connect rejects the config of connector {plan.name!r}:\n  "
             + "\n  ".join(errors)
         )
-
-
-def _write_secret(path: Path, password: str) -> None:
-    """Write the secret file only when its content changes (idempotent, no churn)."""
-    escaped = password.replace("\\", "\\\\").replace("\n", "\\n")
-    if path.exists() and path.read_text("utf-8") == f"password={escaped}\n":
-        return
-    write_secret_file(path, password)
 
 
 def _register(
