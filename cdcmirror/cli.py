@@ -221,6 +221,21 @@ def bootstrap_cmd(
         sys.exit(EXIT_DRIFT)
 
 
+@cli.command("mirror")
+@click.option("--available-now", is_flag=True, help="Apply what is in Kafka now, then exit.")
+@click.option("--table", "tables", multiple=True, help="Mirror only this table (repeatable).")
+@click.pass_context
+@handle_errors
+def mirror_cmd(ctx: click.Context, available_now: bool, tables: tuple[str, ...]) -> None:
+    """The continuous mirroring job: Kafka -> decode -> dedupe by source position -> MERGE
+    into Iceberg. SIGTERM finishes the current batch and stops."""
+    from cdcmirror.config import load_config
+    from cdcmirror.mirror.run import mirror
+
+    config = load_config(ctx.obj["config_path"])
+    mirror(config, available_now=available_now, only=list(tables) or None)
+
+
 @cli.group("config")
 def config_group() -> None:
     """Inspect the effective configuration."""

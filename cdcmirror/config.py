@@ -33,7 +33,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "unknown_types": "str",
         "tinyint1_as_boolean": "bool",
     },
-    "kafka": {"bootstrap_servers": "str"},
+    "kafka": {"bootstrap_servers": "str", "format": "str"},
     "connect": {"url": "str", "secrets": "str"},
     "iceberg": {
         "namespace": "str",
@@ -42,7 +42,14 @@ SCHEMA: dict[str, dict[str, str]] = {
         "partition": "str",
         "format_version": "int",
     },
-    "mirror": {"trigger": "str", "checkpoint_location": "str", "deletes": "str"},
+    "mirror": {
+        "trigger": "str",
+        "checkpoint_location": "str",
+        "deletes": "str",
+        "max_events_per_batch": "int",
+        "dead_letter": "str",
+        "parallelism": "int",
+    },
     "spark": {"master": "str", "jars": "list", "conf": "table"},
 }
 
@@ -57,7 +64,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "unknown_types": "error",
         "tinyint1_as_boolean": True,
     },
-    "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+    "kafka": {"bootstrap_servers": "127.0.0.1:9092", "format": "json"},
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
     "iceberg": {
         "namespace": "shop_mirror",
@@ -70,6 +77,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "trigger": "10 seconds",
         "checkpoint_location": ".cdcmirror/checkpoints/shop",
         "deletes": "hard",
+        "max_events_per_batch": 200000,
+        "dead_letter": "table",
+        "parallelism": 4,
     },
     "spark": {"master": "local[2]", "jars": [], "conf": {}},
 }
@@ -78,6 +88,8 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("source", "dialect"): ("postgresql", "mysql"),
     ("connect", "secrets"): ("file", "env"),
     ("mirror", "deletes"): ("hard", "soft"),
+    ("mirror", "dead_letter"): ("table", "fail"),
+    ("kafka", "format"): ("json", "json-schemaless"),
     ("source", "keyless_tables"): ("append", "skip"),
     ("source", "unknown_types"): ("error", "string"),
 }

@@ -91,6 +91,35 @@ class ConnectClient:
         if name in self.names():
             self._request("DELETE", f"/connectors/{urllib.parse.quote(name, safe='')}")
 
+    def _path(self, name: str, action: str = "") -> str:
+        return f"/connectors/{urllib.parse.quote(name, safe='')}{action}"
+
+    def stop(self, name: str, timeout: float = 60.0) -> None:
+        """Stop a connector (its tasks shut down; the config stays) and wait for STOPPED."""
+        self._request("PUT", self._path(name, "/stop"))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.status(name)["connector"]["state"] == "STOPPED":
+                return
+            time.sleep(0.5)
+        raise ConnectorError(f"connector {name!r} did not stop within {timeout:.0f}s")
+
+    def resume(self, name: str) -> None:
+        self._request("PUT", self._path(name, "/resume"))
+
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        """The connector's source offsets (``partition`` / ``offset`` pairs)."""
+        result = self._request("GET", self._path(name, "/offsets"))
+        return list(result.get("offsets", []))
+
+    def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> None:
+        """Set the offsets of a STOPPED connector (it resumes from there)."""
+        self._request("PATCH", self._path(name, "/offsets"), {"offsets": offsets})
+
+    def reset_offsets(self, name: str) -> None:
+        """Forget a STOPPED connector's offsets (it starts over, with a new snapshot)."""
+        self._request("DELETE", self._path(name, "/offsets"))
+
     def wait_running(self, name: str, timeout: float = 90.0) -> dict[str, Any]:
         """Wait until the connector and all its tasks are RUNNING; fail with the trace if not."""
         deadline = time.monotonic() + timeout

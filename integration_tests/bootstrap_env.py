@@ -14,14 +14,16 @@ from cdcmirror.cli import cli
 from integration_tests import services
 
 
-def write_config(directory: Path, **sections: dict[str, Any]) -> Path:
-    """A cdcmirror.toml in ``directory``; values are TOML-encoded by hand (strings, lists)."""
+def write_config(
+    directory: Path, filename: str = "cdcmirror.toml", **sections: dict[str, Any]
+) -> Path:
+    """A config file in ``directory``; values are TOML-encoded by hand (strings, lists)."""
     lines = []
     for section, values in sections.items():
         lines.append(f"[{section}]")
         for key, value in values.items():
             lines.append(f"{key} = {json.dumps(value)}")
-    path = directory / "cdcmirror.toml"
+    path = directory / filename
     path.write_text("\n".join(lines) + "\n", "utf-8")
     tomllib.loads(path.read_text("utf-8"))  # a test config that is not TOML is a test bug
     return path

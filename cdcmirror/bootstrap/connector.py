@@ -74,6 +74,17 @@ class ConnectorPlan:
     password: str
 
 
+def converter_settings(kafka_format: str) -> dict[str, str]:
+    """Converter overrides for ``kafka.format`` (the templates carry JSON with schemas).
+
+    >>> converter_settings("json-schemaless")["value.converter.schemas.enable"]
+    'false'
+    """
+    if kafka_format == "json-schemaless":
+        return {"key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
+    return {}
+
+
 def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) -> ConnectorPlan:
     """The connector config for the discovered tables; the password is a provider reference."""
     from cdcmirror.source.connection import source_url
@@ -111,6 +122,7 @@ def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) ->
     rendered = render_connector(template_name(catalog), params)
     if config.get("source", "unknown_types") == "string":
         rendered["include.unknown.datatypes"] = "true"
+    rendered.update(converter_settings(str(config.get("kafka", "format"))))
     return ConnectorPlan(connector_name(source_name), rendered, str(url.password or ""))
 
 

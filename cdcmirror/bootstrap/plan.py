@@ -8,19 +8,41 @@ table properties) and the drift it must not touch.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
 from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
 from cdcmirror.source.model import SourceCatalog, SourceTable
-from cdcmirror.typemap import MappingOptions, map_column
+from cdcmirror.typemap import DECIMAL, MappingOptions, map_column
 
 MERGE_ON_READ = {
     "write.delete.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",
     "write.merge.mode": "merge-on-read",
 }
+
+
+# Table property: column -> Debezium carrier, what the mirror decodes each value from.
+CARRIERS_PROPERTY = "cdcmirror.carriers"
+MONEY_SCALE = 2  # money.fraction.digits in the PostgreSQL connector
+
+
+def carrier_with_scale(carrier: str, type_name: str, scale: int | None) -> str:
+    """A fixed-scale Decimal carrier records its scale (``...Decimal(3)``): decimal text
+    columns (precision above 38) have no Iceberg scale to take it from.
+
+    >>> carrier_with_scale("bytes org.apache.kafka.connect.data.Decimal", "numeric", 3)
+    'bytes org.apache.kafka.connect.data.Decimal(3)'
+    >>> carrier_with_scale("int32", "integer", None)
+    'int32'
+    """
+    if carrier != DECIMAL:
+        return carrier
+    if type_name == "money":
+        scale = MONEY_SCALE
+    return f"{carrier}({scale or 0})"
 
 
 @dataclass(frozen=True)
@@ -144,6 +166,7 @@ def desired_table(
     """The Iceberg table a source table maps to. Raises for every column without a mapping."""
     columns: list[IcebergColumn] = []
     mappings: list[ColumnMapping] = []
+    carriers: dict[str, str] = {}
     errors: list[str] = []
     for col in table.columns:
         if col.name.startswith(PREFIX):
@@ -166,6 +189,7 @@ def desired_table(
         mappings.append(
             ColumnMapping(col.name, col.type.text, m.iceberg, m.carrier, required, col.type.domain)
         )
+        carriers[col.name] = carrier_with_scale(m.carrier, col.type.name, col.type.scale)
     if errors:
         raise UnsupportedTypeError("\n".join(errors))
     bad_keys = [c.name for c in columns if c.required and c.type in ("float", "double")]
@@ -192,6 +216,7 @@ def desired_table(
         "cdcmirror.source": f"{catalog.flavor}:{table.qualified}",
         "cdcmirror.key": table.key_source,
         "cdcmirror.mode": mode,
+        CARRIERS_PROPERTY: json.dumps(carriers, separators=(",", ":")),
     }
     return DesiredTable(
         source=table,

@@ -68,7 +68,14 @@ def session_conf(config: Config, app_name: str) -> dict[str, str]:
         "spark.sql.defaultCatalog": CATALOG_NAME,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
+        # The decoder checks each converted value itself (a value that does not convert is
+        # NULL, and the event goes to the dead-letter table) instead of failing the batch.
+        "spark.sql.ansi.enabled": "false",
+        # Constraint inference over the decoder's wide projections grows without bound
+        # (minutes of planning per batch); the mirror's filters gain nothing from it.
+        "spark.sql.constraintPropagation.enabled": "false",
         "spark.ui.enabled": "false",
+        "spark.driver.memory": "4g",
         "spark.sql.warehouse.dir": str(state / "spark-warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
     }

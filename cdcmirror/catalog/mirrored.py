@@ -1,0 +1,75 @@
+"""The catalog side of the mirror job: find the mirrored tables, evolve one (pyiceberg)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+from cdcmirror.catalog.types import to_iceberg, to_spec
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """An Iceberg table as plain data: what ``mirror.spec.mirror_table`` is built from."""
+
+    identifier: str
+    columns: list[tuple[str, str]]  # (name, Iceberg type), in order
+    key: tuple[str, ...]
+    properties: dict[str, str]
+
+
+def read_table(catalog: Any, identifier: str) -> CatalogTable | None:
+    try:
+        table = catalog.load_table(identifier)
+    except NoSuchTableError:
+        return None
+    schema = table.schema()
+    columns = [(f.name, to_spec(f.field_type)) for f in schema.fields]
+    key = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
+    return CatalogTable(identifier, columns, key, dict(table.properties))
+
+
+def list_tables(catalog: Any, namespace: str) -> list[CatalogTable]:
+    """Every table of the namespace (an empty list when the namespace does not exist)."""
+    try:
+        names = catalog.list_tables(namespace)
+    except NoSuchNamespaceError:
+        return []
+    out = []
+    for ident in names:
+        table = read_table(catalog, ".".join(ident))
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def evolve_table(
+    catalog: Any,
+    identifier: str,
+    add: list[tuple[str, str, str]],
+    widen: list[tuple[str, str]],
+    properties: dict[str, str],
+) -> None:
+    """Add columns (name, Iceberg type, doc), widen columns (name, new type), set properties,
+    in one commit."""
+    table = catalog.load_table(identifier)
+    with table.transaction() as tx:
+        if add or widen:
+            with tx.update_schema() as update:
+                for name, kind, doc in add:
+                    update.add_column(name, to_iceberg(kind), doc=doc)
+                for name, kind in widen:
+                    update.update_column(name, field_type=to_iceberg(kind))
+        if properties:
+            tx.set_properties(properties)
+    logger.info(
+        "evolved %s: added %s, widened %s",
+        identifier,
+        ", ".join(f"{n} {t}" for n, t, _ in add) or "nothing",
+        ", ".join(f"{n} -> {t}" for n, t in widen) or "nothing",
+    )

@@ -1,0 +1,1 @@
+"""The mirror job's pure logic: carriers, envelope decoding, positions, MERGE text, evolution."""

@@ -1,0 +1,160 @@
+"""Decoding a Debezium envelope into the columns of its table, as Spark SQL text. Pure.
+
+Three steps, each a list of ``selectExpr`` expressions over the previous one:
+
+1. ``envelope_ddl``: the ``from_json`` schema of the Kafka value, with or without the
+   converter's embedded schema (``{"schema": ..., "payload": ...}``).
+2. ``wire_exprs``: op, source position, commit time, and each column's JSON value (from
+   ``before`` for deletes, ``after`` otherwise), plus the TOAST placeholder flags.
+3. ``decoded_exprs``: each value converted to its Iceberg type;
+4. ``checked_exprs``: ``_error``, why the event cannot be applied (NULL when it can), which
+   sends it to the dead-letter table. A separate step so that no conversion is computed twice.
+
+Position (DESIGN.md, correctness rule 1), an array compared element by element:
+PostgreSQL ``[phase, last commit LSN, LSN, partition, offset]``, MySQL/MariaDB
+``[phase, binlog file index, pos, row, partition, offset]``. ``phase`` is 0 for snapshot
+reads and 1 for streamed changes, so a snapshot sorts before the changes after it. The
+Kafka partition and offset only break ties inside a batch: the guard against stored rows
+compares the source part (``source_length``) alone, so a replayed event never wins.
+"""
+
+from __future__ import annotations
+
+from cdcmirror.mirror.carriers import convert_sql, parse_carrier, unavailable_sql, wire_type
+from cdcmirror.mirror.spec import MirrorTable
+
+OPS = ("c", "u", "d", "r", "t")
+
+_SOURCE_FIELDS = {
+    "postgresql": "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT",
+    "mysql": "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT",
+}
+
+
+def q(name: str) -> str:
+    """A quoted Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def source_length(dialect: str) -> int:
+    """How many leading position elements come from the source (the guard compares these)."""
+    return 3 if dialect == "postgresql" else 4
+
+
+def row_struct_ddl(table: MirrorTable) -> str:
+    fields = [f"{q(c.name)}: {wire_type(parse_carrier(c.carrier))}" for c in table.columns]
+    return f"STRUCT<{', '.join(fields)}>"
+
+
+def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
+    row = row_struct_ddl(table)
+    body = (
+        f"before {row}, after {row}, source STRUCT<{_SOURCE_FIELDS[table.dialect]}>, "
+        "op STRING, ts_ms BIGINT"
+    )
+    return f"payload STRUCT<{body}>" if schemas else body
+
+
+def toastable(table: MirrorTable) -> list[str]:
+    """Columns that can carry PostgreSQL's unchanged-TOAST placeholder."""
+    if table.dialect != "postgresql":
+        return []
+    return [
+        c.name
+        for c in table.columns
+        if c.name not in table.key and unavailable_sql("w", parse_carrier(c.carrier))
+    ]
+
+
+def _position(dialect: str, p: str) -> str:
+    phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
+    if dialect == "postgresql":
+        commit = f"coalesce(CAST(get_json_object({p}.source.sequence, '$[0]') AS BIGINT), 0)"
+        parts = [phase, commit, f"{p}.source.lsn"]
+    else:
+        file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
+        parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]
+    return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"
+
+
+def wire_exprs(table: MirrorTable, schemas: bool) -> list[str]:
+    """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value)."""
+    p = "env.payload" if schemas else "env"
+    out = [
+        "topic AS _topic",
+        "partition AS _partition",
+        "offset AS _offset",
+        "key AS _key",
+        "value AS _value",
+        f"{p}.op AS _cdc_op",
+        f"{_position(table.dialect, p)} AS _cdc_position",
+        f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
+        f"{p} IS NULL AS _unparsed",
+        f"{p}.after IS NULL AS _no_after",
+        f"{p}.before IS NULL AS _no_before",
+    ]
+    for c in table.columns:
+        out.append(
+            f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)}) "
+            f"AS {q('_w_' + c.name)}"
+        )
+    for name in toastable(table):
+        flag = unavailable_sql(q("_w_" + name), parse_carrier(table.column(name).carrier))
+        out.append(f"coalesce({flag}, false) AS {q('_t_' + name)}")
+    return out
+
+
+def _errors(table: MirrorTable) -> str:
+    """Over the output of ``decoded_exprs`` (converted columns next to their wire values)."""
+    checks = [
+        ("_unparsed OR _cdc_op IS NULL", "'not a Debezium change event (no payload.op)'"),
+        (
+            f"_cdc_op NOT IN ({', '.join(repr(o) for o in OPS)})",
+            "concat('unknown op ', _cdc_op)",
+        ),
+        ("_cdc_op IN ('c', 'u', 'r') AND _no_after", "'no after row'"),
+        ("_cdc_op = 'd' AND _no_before", "'no before row'"),
+        (
+            "exists(_cdc_position, x -> x IS NULL)",
+            "'no source position (source block missing or incomplete)'",
+        ),
+    ]
+    toast = set(toastable(table))
+    for c in table.columns:
+        w = q("_w_" + c.name)
+        if c.name in table.key:
+            checks.append((f"_cdc_op <> 't' AND {w} IS NULL", f"'key column {c.name} is null'"))
+        skip = f" AND NOT {q('_t_' + c.name)}" if c.name in toast else ""
+        checks.append(
+            (
+                f"_cdc_op <> 'd' AND {w} IS NOT NULL{skip} AND {q(c.name)} IS NULL",
+                f"'column {c.name}: value does not convert from {c.carrier} to {c.iceberg}'",
+            )
+        )
+    cases = ", ".join(f"IF(coalesce({cond}, false), {msg}, NULL)" for cond, msg in checks)
+    return f"nullif(concat_ws('; ', {cases}), '') AS _error"
+
+
+_KAFKA_AND_CDC = ["_topic", "_partition", "_offset", "_key", "_value", "_cdc_op", "_cdc_position"]
+
+
+def decoded_exprs(table: MirrorTable) -> list[str]:
+    """Step 3: each column converted to its Iceberg type (its wire value kept for step 4)."""
+    out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_unparsed", "_no_after", "_no_before"]
+    julian = "_cdc_op = 'r'" if table.dialect == "postgresql" else "false"
+    for c in table.columns:
+        w = q("_w_" + c.name)
+        converted = convert_sql(w, parse_carrier(c.carrier), c.iceberg, julian)
+        out.append(f"{converted} AS {q(c.name)}")
+        out.append(w)
+    out += [q("_t_" + name) for name in toastable(table)]
+    return out
+
+
+def checked_exprs(table: MirrorTable) -> list[str]:
+    """Step 4: the decoded event and ``_error`` (NULL when the event can be applied)."""
+    out = [*_KAFKA_AND_CDC, "_cdc_source_ts"]
+    out += [q(c.name) for c in table.columns]
+    out += [q("_t_" + name) for name in toastable(table)]
+    out.append(_errors(table))
+    return out

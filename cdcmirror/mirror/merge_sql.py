@@ -1,0 +1,160 @@
+"""The SQL the mirror runs per table and batch: dedupe, classify, MERGE, tombstones. Pure.
+
+Names used: the decoded events are the view ``{events}``; the deduplicated, classified
+events the view ``{changes}``. ``n`` is how many position elements come from the source:
+the guard compares only those, so an event replayed by Debezium (same source position,
+later Kafka offset) never replaces what it already wrote.
+
+Hard deletes leave no row to hold a position, so each deleted key's position is kept in a
+tombstone table (``<namespace>__cdcmirror.<table>__deleted``); an older event for that key
+arriving later (a replay) is then recognised as stale instead of resurrecting the row.
+"""
+
+from __future__ import annotations
+
+from cdcmirror.mirror.envelope import q, source_length, toastable
+from cdcmirror.mirror.spec import MirrorTable
+
+ACTIONS = ("insert", "update", "delete", "absent", "stale")
+
+
+def newer(a: str, b: str, n: int) -> str:
+    """Source position ``a`` is greater than ``b`` (their first ``n`` elements)."""
+    return f"slice({a}, 1, {n}) > slice({b}, 1, {n})"
+
+
+def _on(table: MirrorTable, left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{q(k)} = {right}.{q(k)}" for k in table.key)
+
+
+def dedupe_sql(table: MirrorTable, events: str) -> str:
+    """The newest event per key; an unchanged-TOAST value is filled from the newest earlier
+    event of the same key in the batch that has the value (else the stored value is kept)."""
+    keys = ", ".join(q(k) for k in table.key)
+    toast = toastable(table)
+    fills = "".join(
+        f", max_by(named_struct('v', {q(c)}), IF(_cdc_op = 'd' OR {q('_t_' + c)}, NULL, "
+        f"_cdc_position)) AS {q('_f_' + c)}"
+        for c in toast
+    )
+    grouped = f"SELECT max_by(struct(*), _cdc_position) AS n{fills} FROM {events} GROUP BY {keys}"
+    cols = []
+    for c in table.names:
+        if c in toast:
+            t, f = q("_t_" + c), q("_f_" + c)
+            cols.append(f"IF(n.{t} AND {f} IS NOT NULL, {f}.v, n.{q(c)}) AS {q(c)}")
+            cols.append(f"(n.{t} AND {f} IS NULL) AS {t}")
+        else:
+            cols.append(f"n.{q(c)}")
+    cols += ["n._cdc_op", "n._cdc_position", "n._cdc_source_ts"]
+    return f"SELECT {', '.join(cols)} FROM ({grouped})"
+
+
+def classify_sql(
+    table: MirrorTable, deduped: str, target: str, tombstones: str | None, soft: bool
+) -> str:
+    """Each deduplicated event with ``_action``: what it does to the stored row."""
+    n = source_length(table.dialect)
+    keys = ", ".join(q(k) for k in table.key)
+    stale_tomb = ""
+    join_tomb = ""
+    if tombstones:
+        join_tomb = (
+            f" LEFT JOIN (SELECT {keys}, _cdc_position FROM {tombstones}) tb "
+            f"ON {_on(table, 's', 'tb')}"
+        )
+        stale_tomb = (
+            "WHEN tb._cdc_position IS NOT NULL AND NOT "
+            f"{newer('s._cdc_position', 'tb._cdc_position', n)} THEN 'stale' "
+        )
+    absent_delete = "'delete'" if soft else "'absent'"
+    action = (
+        f"CASE {stale_tomb}"
+        f"WHEN t._cdc_position IS NULL THEN IF(s._cdc_op = 'd', {absent_delete}, 'insert') "
+        f"WHEN {newer('s._cdc_position', 't._cdc_position', n)} "
+        "THEN IF(s._cdc_op = 'd', 'delete', 'update') "
+        "ELSE 'stale' END"
+    )
+    return (
+        f"SELECT s.*, {action} AS _action FROM {deduped} s "
+        f"LEFT JOIN (SELECT {keys}, _cdc_position FROM {target}) t ON {_on(table, 's', 't')}"
+        f"{join_tomb}"
+    )
+
+
+def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
+    """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
+    guarded by position so a concurrent or repeated run cannot go backwards."""
+    n = source_length(table.dialect)
+    guard = newer("s._cdc_position", "t._cdc_position", n)
+    toast = set(toastable(table))
+    cdc_set = (
+        "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
+    )
+    sets = []
+    values = []
+    for c in table.names:
+        if c in toast:
+            sets.append(f"{q(c)} = IF(s.{q('_t_' + c)}, t.{q(c)}, s.{q(c)})")
+            values.append(f"IF(s.{q('_t_' + c)}, NULL, s.{q(c)})")
+        else:
+            sets.append(f"{q(c)} = s.{q(c)}")
+            values.append(f"s.{q(c)}")
+    columns = ", ".join([q(c) for c in table.names] + ["_cdc_op", "_cdc_position"])
+    columns += ", _cdc_source_ts, _cdc_deleted"
+    insert_values = ", ".join([*values, "s._cdc_op", "s._cdc_position", "s._cdc_source_ts"])
+    if soft:
+        on_delete = f"UPDATE SET {cdc_set}, _cdc_deleted = true"
+        stub = ", ".join(
+            [f"s.{q(c)}" if c in table.key else "NULL" for c in table.names]
+            + ["s._cdc_op", "s._cdc_position", "s._cdc_source_ts", "true"]
+        )
+        absent = f" WHEN NOT MATCHED AND s._cdc_op = 'd' THEN INSERT ({columns}) VALUES ({stub})"
+    else:
+        on_delete = "DELETE"
+        absent = ""
+    return (
+        f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
+        f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
+        f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
+        f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false "
+        f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({columns}) "
+        f"VALUES ({insert_values}, false){absent}"
+    )
+
+
+def tombstone_merge_sql(table: MirrorTable, tombstones: str, changes: str) -> str:
+    """Record the position of every hard-deleted key (also keys deleted before they landed)."""
+    n = source_length(table.dialect)
+    keys = ", ".join(q(k) for k in table.key)
+    return (
+        f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position FROM {changes} "
+        f"WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
+        f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
+        "THEN UPDATE SET _cdc_position = s._cdc_position "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+
+
+def append_merge_sql(table: MirrorTable, target: str, events: str) -> str:
+    """Keyless tables: every event appended once (a re-run batch adds nothing)."""
+    columns = ", ".join([q(c) for c in table.names] + ["_cdc_op", "_cdc_position"])
+    columns += ", _cdc_source_ts, _cdc_deleted"
+    values = ", ".join([f"s.{q(c)}" for c in table.names])
+    return (
+        f"MERGE INTO {target} t USING {events} s ON t._cdc_position = s._cdc_position "
+        f"WHEN NOT MATCHED THEN INSERT ({columns}) VALUES ({values}, s._cdc_op, "
+        "s._cdc_position, s._cdc_source_ts, s._cdc_op = 'd')"
+    )
+
+
+def truncate_sql(table: MirrorTable, target: str, position: str, soft: bool) -> str:
+    """Empty the table of rows older than the truncate (``position`` is an array literal)."""
+    n = source_length(table.dialect)
+    older = f"slice(_cdc_position, 1, {n}) < slice({position}, 1, {n})"
+    if soft:
+        return (
+            f"UPDATE {target} SET _cdc_deleted = true, _cdc_op = 't' "
+            f"WHERE {older} AND NOT coalesce(_cdc_deleted, false)"
+        )
+    return f"DELETE FROM {target} WHERE {older}"

@@ -1,0 +1,119 @@
+"""``cdcmirror mirror``: find the mirrored tables in the catalog and run the streaming job."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ConfigError
+from cdcmirror.mirror.evolution import Evolution
+from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
+
+logger = logging.getLogger(__name__)
+
+
+def internal_namespace(config: Config) -> str:
+    """Where the mirror keeps its own tables (dead letters, hard-delete tombstones)."""
+    return f"{config.get('iceberg', 'namespace')}__cdcmirror"
+
+
+def load_tables(config: Config, catalog: Any, only: list[str] | None = None) -> list[MirrorTable]:
+    from cdcmirror.catalog.mirrored import list_tables
+
+    namespace = str(config.get("iceberg", "namespace"))
+    prefix = str(config.get("source", "name"))
+    tables = []
+    for t in list_tables(catalog, namespace):
+        spec = mirror_table(t.identifier, t.columns, t.key, t.properties, prefix)
+        if spec is None:
+            continue
+        if only and t.identifier.split(".")[-1] not in only and t.identifier not in only:
+            continue
+        tables.append(spec)
+    if only:
+        found = {t.identifier.split(".")[-1] for t in tables} | {t.identifier for t in tables}
+        missing = [name for name in only if name not in found]
+        if missing:
+            raise ConfigError(
+                f"no mirrored table {', '.join(missing)} in namespace {namespace}; "
+                "run `cdcmirror bootstrap` first"
+            )
+    if not tables:
+        raise ConfigError(
+            f"namespace {namespace} has no table created by `cdcmirror bootstrap`; run it first"
+        )
+    return tables
+
+
+class CatalogAccess:
+    """The applier's catalog hooks, through pyiceberg."""
+
+    def __init__(self, config: Config, catalog: Any) -> None:
+        self.config = config
+        self.catalog = catalog
+
+    def reload(self, table: MirrorTable) -> MirrorTable:
+        from cdcmirror.catalog.mirrored import read_table
+
+        t = read_table(self.catalog, table.identifier)
+        if t is None:
+            return table
+        spec = mirror_table(
+            t.identifier, t.columns, t.key, t.properties, str(self.config.get("source", "name"))
+        )
+        return spec or table
+
+    def evolve(self, table: MirrorTable, evo: Evolution) -> MirrorTable:
+        from cdcmirror.catalog.mirrored import evolve_table
+
+        evolved = evo.evolved(table)
+        evolve_table(
+            self.catalog,
+            table.identifier,
+            add=[
+                (c.name, c.iceberg, f"added by cdcmirror mirror from the events ({c.carrier})")
+                for c in evo.add
+            ],
+            widen=[(name, new) for name, _, new in evo.widen],
+            properties={CARRIERS_PROPERTY: carriers_json(evolved)},
+        )
+        return evolved
+
+
+def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
+    from cdcmirror.spark.session import build_spark_session
+    from cdcmirror.spark.stream import run_until_stopped, start_query
+
+    catalog = load_catalog(config)
+    tables = load_tables(config, catalog, only)
+    access = CatalogAccess(config, catalog)
+    logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
+    spark = build_spark_session(config, "cdcmirror-mirror")
+    options = ApplierOptions(
+        schemas=config.get("kafka", "format") == "json",
+        soft_deletes=config.get("mirror", "deletes") == "soft",
+        fail_on_dead_letter=config.get("mirror", "dead_letter") == "fail",
+        internal_namespace=internal_namespace(config),
+        parallelism=int(config.get("mirror", "parallelism")),
+    )
+    applier = Applier(
+        spark,
+        {t.topic: t for t in tables},
+        options,
+        CatalogHooks(access.reload, access.evolve),
+    )
+    query = start_query(
+        spark,
+        applier,
+        str(config.get("kafka", "bootstrap_servers")),
+        sorted(t.topic for t in tables),
+        str(config.path("mirror", "checkpoint_location")),
+        str(config.get("mirror", "trigger")),
+        available_now,
+        int(config.get("mirror", "max_events_per_batch")),
+    )
+    run_until_stopped(query)

@@ -1,0 +1,484 @@
+"""The mirror's ``foreachBatch``: decode, dedupe by source position, MERGE into Iceberg.
+
+Per micro-batch:
+
+1. one small aggregate over the batch gives, per topic and partition, the event count, the
+   end offset and the newest value (whose schema drives schema evolution);
+2. each table with events is applied on its own thread (merges of different tables run
+   concurrently): decode (``mirror/envelope.py``), dead-letter what cannot be applied,
+   truncate, dedupe, classify against the stored positions, record tombstones, MERGE
+   (``mirror/merge_sql.py``). Every commit carries the query id, batch id and the table's
+   Kafka end offsets in its snapshot summary;
+3. the dead letters of the batch are merged into the dead-letter table (keyed by topic,
+   partition and offset, so a re-run adds nothing);
+4. one structured log line per table.
+
+A table whose events need a change the mirror must not make (incompatible type change) is
+stopped: its events go to the dead-letter table with the reason, other tables go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
+from cdcmirror.mirror.envelope import checked_exprs, decoded_exprs, envelope_ddl, q, wire_exprs
+from cdcmirror.mirror.evolution import Evolution, plan_evolution, row_fields, unknown_names
+from cdcmirror.mirror.merge_sql import (
+    append_merge_sql,
+    classify_sql,
+    dedupe_sql,
+    merge_sql,
+    tombstone_merge_sql,
+    truncate_sql,
+)
+from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
+
+logger = logging.getLogger("cdcmirror.mirror")
+
+DEAD_LETTER_COLUMNS = (
+    "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, error STRING, "
+    "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP"
+)
+
+
+FAULT_ENV = "CDCMIRROR_FAULT"  # crash tests only; see Applier._with_props
+FAULT_EXIT = 86
+
+
+class MirrorError(CdcMirrorError):
+    """The mirror cannot apply a batch (the message names the table and offsets)."""
+
+
+@dataclass
+class TableStats:
+    table: str
+    events: int = 0
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    duplicates: int = 0
+    stale: int = 0
+    dead_lettered: int = 0
+    truncates: int = 0
+    merge_seconds: float = 0.0
+    lag_seconds: float | None = None
+    offsets: dict[int, int] = field(default_factory=dict)
+    stopped: str | None = None
+
+    def line(self, batch_id: int) -> str:
+        out = {"batch": batch_id, **self.__dict__}
+        out["offsets"] = {str(k): v for k, v in self.offsets.items()}
+        out["merge_seconds"] = round(self.merge_seconds, 3)
+        if self.lag_seconds is not None:
+            out["lag_seconds"] = round(self.lag_seconds, 3)
+        return json.dumps(out, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ApplierOptions:
+    schemas: bool  # JSON converter with embedded schemas
+    soft_deletes: bool
+    fail_on_dead_letter: bool
+    internal_namespace: str  # tombstones and the dead-letter table
+    parallelism: int = 4
+
+
+class CatalogHooks:
+    """What the applier needs from the catalog (pyiceberg), passed in by the job."""
+
+    def __init__(
+        self,
+        reload: Callable[[MirrorTable], MirrorTable],
+        evolve: Callable[[MirrorTable, Evolution], MirrorTable],
+    ) -> None:
+        self.reload = reload
+        self.evolve = evolve
+
+
+def spark_name(identifier: str) -> str:
+    return ".".join(q(p) for p in identifier.split("."))
+
+
+class Applier:
+    def __init__(
+        self,
+        spark: Any,
+        tables: dict[str, MirrorTable],
+        options: ApplierOptions,
+        hooks: CatalogHooks,
+    ) -> None:
+        self.spark = spark
+        self.tables = dict(tables)  # topic -> table
+        self.options = options
+        self.hooks = hooks
+        self.query_id: str | None = None
+        self.batch_spark = spark
+        self.last_stats: list[TableStats] = []
+        self._lock = threading.Lock()
+        spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
+        self.dead_letter_table = f"{options.internal_namespace}.dead_letter"
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {q(options.internal_namespace)}")
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {spark_name(self.dead_letter_table)} "
+            f"({DEAD_LETTER_COLUMNS}) USING iceberg TBLPROPERTIES ('format-version'='2')"
+        )
+
+    # -- the batch ---------------------------------------------------------------------
+    def process(self, df: Any, batch_id: int) -> None:
+        started = time.monotonic()
+        # foreachBatch hands over a frame of its own session: temp views and SQL must use it
+        self.batch_spark = df.sparkSession
+        df = df.persist()
+        try:
+            summary = self._summary(df)
+            work = []
+            for topic, parts in summary.items():
+                table = self.tables.get(topic)
+                if table is None:
+                    continue
+                work.append((table, parts))
+            with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
+                futures = [
+                    pool.submit(self._apply_table, df, batch_id, table, parts)
+                    for table, parts in work
+                ]
+                results = [f.result() for f in futures]
+            dead = [d for _, d in results if d is not None]
+            stats = [s for s, _ in results]
+            if dead:
+                self._dead_letter(dead, batch_id)
+            self.last_stats = stats
+            for s in stats:
+                log = logger.error if s.stopped else logger.info
+                log("mirror batch %s", s.line(batch_id))
+            logger.debug("batch %d took %.2fs", batch_id, time.monotonic() - started)
+        finally:
+            df.unpersist()
+
+    def _summary(self, df: Any) -> dict[str, dict[str, Any]]:
+        rows = (
+            df.groupBy("topic", "partition")
+            .agg(
+                _expr("count(value) AS events"),
+                _expr("count(*) - count(value) AS tombstones"),
+                _expr("max(offset) AS end_offset"),
+                _expr("max_by(CAST(value AS STRING), IF(value IS NULL, NULL, offset)) AS newest"),
+                _expr("max(IF(value IS NULL, NULL, offset)) AS newest_offset"),
+            )
+            .collect()
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            t = out.setdefault(r.topic, {"events": 0, "offsets": {}, "newest": None, "at": -1})
+            t["events"] += r.events
+            t["offsets"][int(r.partition)] = int(r.end_offset)
+            if r.newest is not None and r.newest_offset > t["at"]:
+                t["newest"], t["at"] = r.newest, r.newest_offset
+        return out
+
+    # -- one table ---------------------------------------------------------------------
+    def _apply_table(
+        self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]
+    ) -> tuple[TableStats, Any]:
+        stats = TableStats(table.identifier, events=parts["events"], offsets=parts["offsets"])
+        if stats.events == 0:
+            return stats, None
+        where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
+        try:
+            table, stop = self._evolve(table, parts["newest"])
+            events = df.where(df.topic == table.topic).where("value IS NOT NULL")
+            if stop:
+                stats.stopped = stop
+                stats.dead_lettered = stats.events
+                return stats, self._raw_dead(events, f"table stopped: {stop}", table)
+            decoded = self._decode(events, table).persist()
+            try:
+                return stats, self._apply_decoded(decoded, batch_id, table, stats)
+            finally:
+                decoded.unpersist()
+        except CdcMirrorError:
+            raise
+        except Exception as exc:
+            raise MirrorError(
+                f"{table.identifier}: batch {batch_id} failed (topic {table.topic}, "
+                f"partition:end offset {where}): {exc}"
+            ) from exc
+
+    def _evolve(self, table: MirrorTable, newest: str | None) -> tuple[MirrorTable, str | None]:
+        """The table after evolving it to the newest event's schema, or why it must stop."""
+        if newest is None:
+            return table, None
+        try:
+            value = json.loads(newest)
+        except ValueError:
+            return table, None  # an undecodable event: dead-lettered by the decoder
+        if not isinstance(value, dict):
+            return table, None
+        if self.options.schemas:
+            fields = row_fields(value.get("schema") or {})
+            if fields is None:
+                return table, None
+            evo = plan_evolution(table, fields)
+            if evo.errors:
+                return table, "; ".join(evo.errors)
+            if evo.changes:
+                table = self.hooks.evolve(table, evo)
+                with self._lock:
+                    self.tables[table.topic] = table
+            return table, None
+        row = value.get("after") or value.get("before") or {}
+        if not isinstance(row, dict):
+            return table, None
+        missing = unknown_names(table, list(row))
+        if missing:
+            table = self.hooks.reload(table)
+            with self._lock:
+                self.tables[table.topic] = table
+            missing = unknown_names(table, list(row))
+        if missing:
+            return table, (
+                f"the events have column(s) {', '.join(missing)} that the Iceberg table lacks; "
+                "JSON without schemas does not say their types: run `cdcmirror bootstrap` to "
+                "add them"
+            )
+        return table, None
+
+    def _decode(self, events: Any, table: MirrorTable) -> Any:
+        from pyspark.sql import functions as F
+
+        parsed = events.withColumn(
+            "env",
+            F.from_json(F.col("value").cast("string"), envelope_ddl(table, self.options.schemas)),
+        )
+        return (
+            parsed.selectExpr(*wire_exprs(table, self.options.schemas))
+            .selectExpr(*decoded_exprs(table))
+            .selectExpr(*checked_exprs(table))
+        )
+
+    def _apply_decoded(
+        self, decoded: Any, batch_id: int, table: MirrorTable, stats: TableStats
+    ) -> Any:
+        spark = self.batch_spark
+        bad = decoded.where("_error IS NOT NULL")
+        stats.dead_lettered = bad.count()
+        dead = None
+        if stats.dead_lettered:
+            if self.options.fail_on_dead_letter:
+                first = bad.orderBy("_partition", "_offset").first()
+                raise MirrorError(
+                    f"{table.identifier}: event at {first._topic} partition {first._partition} "
+                    f"offset {first._offset} cannot be applied: {first._error} "
+                    '(mirror.dead_letter = "fail")'
+                )
+            dead = bad.selectExpr(
+                "_topic AS topic",
+                "_partition AS partition",
+                "_offset AS offset",
+                "_key AS key",
+                "_value AS value",
+                "_error AS error",
+                f"'{table.identifier}' AS table_name",
+            )
+        good = decoded.where("_error IS NULL")
+        target = spark_name(table.identifier)
+        soft = self.options.soft_deletes
+        lag = good.selectExpr("max(_cdc_source_ts) AS ts").first().ts
+        if lag is not None:
+            stats.lag_seconds = time.time() - lag.timestamp()
+        props = {
+            "cdcmirror.query-id": self.query_id or "",
+            "cdcmirror.batch-id": str(batch_id),
+            "cdcmirror.kafka-end-offsets": json.dumps(
+                {f"{table.topic}:{p}": o for p, o in sorted(stats.offsets.items())}
+            ),
+        }
+        view = f"_cdcm_{abs(hash(table.identifier))}_{batch_id}"
+        truncates = good.where("_cdc_op = 't'").selectExpr("max(_cdc_position) AS p").first().p
+        applied = good.where("_cdc_op IN ('c', 'u', 'd', 'r')")
+        truncated_at = list(table.truncated_at)
+        if truncates is not None:
+            stats.truncates = good.where("_cdc_op = 't'").count()
+            truncated_at = [int(x) for x in truncates]
+            literal = f"array({', '.join(str(x) for x in truncated_at)})"
+            self._with_props(
+                props,
+                lambda: spark.sql(
+                    f"ALTER TABLE {target} SET TBLPROPERTIES "
+                    f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}')"
+                ),
+            )
+            self._with_props(props, lambda: spark.sql(truncate_sql(table, target, literal, soft)))
+            with self._lock:
+                self.tables[table.topic] = _truncated(table, truncated_at)
+        if truncated_at:
+            from cdcmirror.mirror.envelope import source_length
+            from cdcmirror.mirror.merge_sql import newer
+
+            n = source_length(table.dialect)
+            literal = f"array({', '.join(str(x) for x in truncated_at)})"
+            applied = applied.where(newer("_cdc_position", literal, n))
+        applied.createOrReplaceTempView(view + "_events")
+        started = time.monotonic()
+        if table.mode == "append" or not table.key:
+            sql = append_merge_sql(table, target, view + "_events")
+            self._with_props(props, lambda: spark.sql(sql))
+            stats.inserts = applied.count()
+            stats.merge_seconds = time.monotonic() - started
+            return dead
+        tombstones = None
+        if not soft:
+            tombstones = self._tombstone_table(table)
+        deduped = spark.sql(dedupe_sql(table, view + "_events"))
+        deduped.createOrReplaceTempView(view + "_deduped")
+        # Computed once, before anything is written: a recomputation after the MERGE below
+        # would classify against the new state (localCheckpoint is eager and cuts lineage).
+        changes = spark.sql(
+            classify_sql(table, view + "_deduped", target, tombstones, soft)
+        ).localCheckpoint(eager=True)
+        try:
+            changes.createOrReplaceTempView(view + "_changes")
+            counts = {
+                r._action: r.n
+                for r in changes.groupBy("_action").agg(_expr("count(*) AS n")).collect()
+            }
+            total = sum(counts.values())
+            stats.duplicates = applied.count() - total
+            stats.inserts = counts.get("insert", 0)
+            stats.updates = counts.get("update", 0)
+            stats.deletes = counts.get("delete", 0)
+            stats.stale = counts.get("stale", 0)
+            if stats.inserts or stats.updates or stats.deletes:
+                effective = changes.where("_action IN ('insert', 'update', 'delete')")
+                effective.createOrReplaceTempView(view + "_effective")
+                sql = merge_sql(table, target, view + "_effective", soft)
+                self._with_props(props, lambda: spark.sql(sql), fault=True)
+            # After the MERGE: a crash in between is healed by the re-run of this batch,
+            # which finds the row gone and records the tombstone then ("absent").
+            if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
+                sql = tombstone_merge_sql(table, tombstones, view + "_changes")
+                self._with_props(props, lambda: spark.sql(sql))
+        finally:
+            for suffix in ("_events", "_deduped", "_changes", "_effective"):
+                spark.catalog.dropTempView(view + suffix)
+        stats.merge_seconds = time.monotonic() - started
+        return dead
+
+    def _tombstone_table(self, table: MirrorTable) -> str:
+        name = f"{self.options.internal_namespace}.{table.identifier.split('.')[-1]}__deleted"
+        cols = ", ".join(
+            f"{q(k)} {_spark_type(table.column(k).iceberg)} NOT NULL" for k in table.key
+        )
+        self.batch_spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {spark_name(name)} ({cols}, _cdc_position ARRAY<BIGINT>) "
+            "USING iceberg TBLPROPERTIES ('format-version'='2', "
+            "'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
+        )
+        return spark_name(name)
+
+    def _with_props(
+        self, props: dict[str, str], fn: Callable[[], Any], fault: bool = False
+    ) -> None:
+        """Run ``fn`` so that every snapshot it commits carries ``props`` in its summary.
+
+        ``fault``: this is a table MERGE, where ``CDCMIRROR_FAULT`` may end the process (the
+        crash tests: ``mid-merge:SECONDS`` while it runs, ``after-commit`` right after it
+        commits, before Spark records the batch in its checkpoint).
+        """
+        injected = os.environ.get(FAULT_ENV, "") if fault else ""
+        if injected.startswith("mid-merge:"):
+            timer = threading.Timer(float(injected.split(":", 1)[1]), os._exit, (FAULT_EXIT,))
+            timer.daemon = True
+            timer.start()
+        jvm = self.spark.sparkContext._jvm
+        java_props = jvm.java.util.HashMap()
+        for k, v in props.items():
+            java_props.put(k, v)
+        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+            java_props, _JavaCallable(fn), jvm.java.lang.RuntimeException().getClass()
+        )
+        if injected == "after-commit":
+            logger.error("CDCMIRROR_FAULT=after-commit: exiting after the MERGE commit")
+            os._exit(FAULT_EXIT)
+
+    def _raw_dead(self, events: Any, error: str, table: MirrorTable) -> Any:
+        from pyspark.sql import functions as F
+
+        return events.select(
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+            F.col("key"),
+            F.col("value"),
+            F.lit(error).alias("error"),
+            F.lit(table.identifier).alias("table_name"),
+        )
+
+    def _dead_letter(self, frames: list[Any], batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        union = frames[0]
+        for f in frames[1:]:
+            union = union.unionByName(f)
+        union = (
+            union.withColumn("query_id", F.lit(self.query_id or ""))
+            .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+            .withColumn("dead_lettered_at", F.current_timestamp())
+        )
+        view = f"_cdcm_dead_{batch_id}"
+        union.createOrReplaceTempView(view)
+        self.batch_spark.sql(
+            f"MERGE INTO {spark_name(self.dead_letter_table)} t USING {view} s "
+            "ON t.topic = s.topic AND t.partition = s.partition AND t.offset = s.offset "
+            "WHEN NOT MATCHED THEN INSERT *"
+        )
+        self.batch_spark.catalog.dropTempView(view)
+
+
+class _JavaCallable:
+    """A Python function as a ``java.util.concurrent.Callable`` (through Py4J)."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def call(self) -> None:
+        self.fn()
+        return None
+
+    class Java:
+        implements: ClassVar[list[str]] = ["java.util.concurrent.Callable"]
+
+
+def _expr(text: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
+
+
+def _truncated(table: MirrorTable, position: list[int]) -> MirrorTable:
+    from dataclasses import replace
+
+    return replace(table, truncated_at=tuple(position))
+
+
+_SPARK_TYPES = {"int": "INT", "long": "BIGINT", "string": "STRING", "date": "DATE"}
+
+
+def _spark_type(iceberg: str) -> str:
+    if iceberg in _SPARK_TYPES:
+        return _SPARK_TYPES[iceberg]
+    if iceberg == "timestamp":
+        return "TIMESTAMP_NTZ"
+    if iceberg == "timestamptz":
+        return "TIMESTAMP"
+    return iceberg.upper()

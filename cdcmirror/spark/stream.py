@@ -1,0 +1,89 @@
+"""The one Structured Streaming query of ``cdcmirror mirror``: Kafka source -> foreachBatch."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any
+
+from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
+from cdcmirror.spark.applier import Applier, MirrorError
+
+logger = logging.getLogger(__name__)
+
+
+def start_query(
+    spark: Any,
+    applier: Applier,
+    bootstrap_servers: str,
+    topics: list[str],
+    checkpoint: str,
+    trigger: str,
+    available_now: bool,
+    max_events_per_batch: int,
+) -> Any:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", "earliest")
+        # Debezium's exactly-once Connect worker writes transactions: read committed ones
+        # only; their markers take offsets, so offsets skip numbers.
+        .option("kafka.isolation.level", "read_committed")
+        .option("failOnDataLoss", "true")
+    )
+    if max_events_per_batch > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_events_per_batch))
+    writer = (
+        reader.load()
+        .writeStream.foreachBatch(applier.process)
+        .option("checkpointLocation", checkpoint)
+        .queryName("cdcmirror")
+    )
+    writer = (
+        writer.trigger(availableNow=True)
+        if available_now
+        else writer.trigger(processingTime=trigger)
+    )
+    query = writer.start()
+    applier.query_id = str(query.id)
+    return query
+
+
+def run_until_stopped(query: Any) -> None:
+    """Wait for the query; SIGTERM/SIGINT let the running batch finish, then stop it."""
+    stop = threading.Event()
+
+    def _handler(signum: int, _frame: Any) -> None:
+        logger.warning("signal %d: stopping after the current batch", signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while query.isActive:
+            if stop.is_set() and not query.status.get("isTriggerActive", False):
+                query.stop()
+                break
+            query.awaitTermination(0.5)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    _raise_failure(query)
+
+
+def _raise_failure(query: Any) -> None:
+    exc = query.exception()
+    if exc is None:
+        return
+    text = str(exc)
+    for marker in ("MirrorError: ", "CdcMirrorError: "):
+        if marker in text:
+            raise MirrorError(_first_line(text.split(marker, 1)[1]))
+    if "TimeoutException" in text or "Connection refused" in text:
+        raise ServiceUnavailableError(f"Kafka is not reachable: {_first_line(text)}")
+    raise CdcMirrorError(f"the mirror query stopped: {_first_line(text)}")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text

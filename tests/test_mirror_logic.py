@@ -1,0 +1,158 @@
+"""Pure parts of the mirror: carriers, the table spec, schema evolution, the SQL builders."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from cdcmirror.bootstrap.connector import converter_settings
+from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY, carrier_with_scale
+from cdcmirror.exceptions import ConfigError
+from cdcmirror.mirror.carriers import (
+    CarrierError,
+    carrier_of_field,
+    convert_sql,
+    decimal_text,
+    iceberg_of_field,
+    parse_carrier,
+    unavailable_sql,
+    wire_type,
+)
+from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl, source_length, toastable
+from cdcmirror.mirror.evolution import plan_evolution, row_fields
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, newer
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
+
+DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
+
+
+def b64(n: int, size: int) -> str:
+    return base64.b64encode(n.to_bytes(size, "big", signed=True)).decode()
+
+
+@pytest.mark.parametrize(
+    ("unscaled", "scale", "text"),
+    [
+        (0, 0, "0"),
+        (-1, 2, "-0.01"),
+        (12345, 3, "12.345"),
+        (-(10**60) - 7, 10, "-1" + "0" * 50 + ".0000000007"),
+    ],
+)
+def test_decimal_text_is_exact(unscaled: int, scale: int, text: str) -> None:
+    assert decimal_text(b64(unscaled, 32), scale) == text
+
+
+def test_wire_types_read_bytes_as_base64_text_and_ints_as_bigint() -> None:
+    assert wire_type(parse_carrier(f"{DECIMAL}(2)")) == "string"
+    assert wire_type(parse_carrier("int16")) == "bigint"
+    assert wire_type(parse_carrier("array<int32>")) == "array<bigint>"
+    assert wire_type(parse_carrier("struct io.debezium.data.VariableScaleDecimal")).startswith(
+        "struct<scale"
+    )
+
+
+def test_a_pair_without_a_conversion_is_refused() -> None:
+    with pytest.raises(CarrierError, match="cannot convert carrier int32 to Iceberg date"):
+        convert_sql("w", parse_carrier("int32"), "date")
+
+
+def test_only_variable_length_values_can_be_unchanged_toast() -> None:
+    assert unavailable_sql("w", parse_carrier("string")) is not None
+    assert unavailable_sql("w", parse_carrier("bytes")) is not None
+    assert unavailable_sql("w", parse_carrier("int64")) is None
+    assert unavailable_sql("w", parse_carrier(f"{DECIMAL}(2)")) is None
+    assert unavailable_sql("w", parse_carrier("string io.debezium.time.ZonedTimestamp")) is None
+
+
+def test_fields_of_an_event_schema_map_like_bootstrap() -> None:
+    dec = {
+        "type": "bytes",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+    }
+    assert carrier_of_field(dec) == f"{DECIMAL}(2)"
+    assert iceberg_of_field(dec) == "decimal(10,2)"
+    wide = {**dec, "parameters": {"scale": "2", "connect.decimal.precision": "50"}}
+    assert iceberg_of_field(wide) == "string"
+    assert (
+        iceberg_of_field({"type": "int64", "name": "io.debezium.time.MicroTimestamp"})
+        == "timestamp"
+    )
+    assert iceberg_of_field({"type": "array", "items": {"type": "int32"}}) == "list<int>"
+    assert carrier_with_scale(DECIMAL, "money", None) == f"{DECIMAL}(2)"
+
+
+def table(**kw: object) -> MirrorTable:
+    base = dict(
+        identifier="ns.items",
+        topic="p.public.items",
+        flavor="postgresql",
+        source="public.items",
+        key=("id",),
+        mode="upsert",
+        columns=(
+            MirrorColumn("id", "long", "int64"),
+            MirrorColumn("note", "string", "string"),
+            MirrorColumn("qty", "int", "int32"),
+        ),
+    )
+    base.update(kw)
+    return MirrorTable(**base)  # type: ignore[arg-type]
+
+
+def test_spec_from_table_properties_and_missing_carriers() -> None:
+    props = {
+        "cdcmirror.source": "postgresql:public.items",
+        CARRIERS_PROPERTY: json.dumps({"id": "int64", "qty": "int32"}),
+    }
+    cols = [("id", "long"), ("qty", "int"), ("_cdc_op", "string")]
+    spec = mirror_table("ns.items", cols, ("id",), props, "shop")
+    assert spec is not None and spec.topic == "shop.public.items" and spec.names == ("id", "qty")
+    assert mirror_table("ns.other", cols, ("id",), {}, "shop") is None
+    with pytest.raises(ConfigError, match=r"no Debezium carrier recorded for column.*note"):
+        mirror_table("ns.items", [*cols, ("note", "string")], ("id",), props, "shop")
+
+
+def test_evolution_adds_widens_and_refuses() -> None:
+    fields = [
+        {"field": "id", "type": "int64"},
+        {"field": "note", "type": "string"},
+        {"field": "qty", "type": "int64"},
+        {"field": "extra", "type": "int16"},
+    ]
+    evo = plan_evolution(table(), fields)
+    assert [c.name for c in evo.add] == ["extra"] and evo.widen == [("qty", "int", "long")]
+    assert not evo.errors
+    assert evo.evolved(table()).column("qty").carrier == "int64"
+    bad = plan_evolution(table(), [{"field": "qty", "type": "string"}])
+    assert bad.errors and "column qty" in bad.errors[0] and "int" in bad.errors[0]
+    envelope = {"fields": [{"field": "before"}, {"field": "after", "fields": fields}]}
+    assert row_fields(envelope) == fields
+
+
+def test_position_guard_compares_only_the_source_part() -> None:
+    assert source_length("postgresql") == 3 and source_length("mysql") == 4
+    assert newer("a", "b", 3) == "slice(a, 1, 3) > slice(b, 1, 3)"
+    sql = merge_sql(table(), "t", "c", soft=False)
+    assert sql.count("slice(s._cdc_position, 1, 3) > slice(t._cdc_position, 1, 3)") == 2
+    assert "THEN DELETE" in sql and "IF(s.`_t_note`, t.`note`, s.`note`)" in sql
+    soft = merge_sql(table(), "t", "c", soft=True)
+    assert "_cdc_deleted = true" in soft and "THEN DELETE" not in soft
+
+
+def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
+    assert toastable(table()) == ["note"]
+    assert toastable(table(flavor="mariadb")) == []
+    assert "_f_note" in dedupe_sql(table(), "events")
+    assert "tb._cdc_position" in classify_sql(table(), "d", "t", "tomb", soft=False)
+    assert "payload STRUCT<" in envelope_ddl(table(), schemas=True)
+    assert not envelope_ddl(table(), schemas=False).startswith("payload")
+    assert checked_exprs(table())[-1].endswith("AS _error")
+
+
+def test_schemaless_format_turns_converter_schemas_off() -> None:
+    assert converter_settings("json") == {}
+    assert converter_settings("json-schemaless")["key.converter.schemas.enable"] == "false"
