@@ -115,12 +115,6 @@ def test_crash_mid_merge(pg: Mirrored) -> None:
     sc.crash_mid_merge_then_restart(pg, 2000)
 
 
-def test_connector_replay_changes_nothing(pg: Mirrored) -> None:
-    # PostgreSQL's slot will not go back before what it confirmed, so the replay is the
-    # strongest one: offsets forgotten, the whole table read again by a new snapshot.
-    sc.replay_changes_nothing(pg, f"cdcmirror-{pg.name}", [])
-
-
 def test_truncate_empties_the_table(pg: Mirrored) -> None:
     with services.pg_connect() as conn:
         conn.execute(f"TRUNCATE {pg.source.table}")
