@@ -359,7 +359,7 @@ def canonical(dialect: str, name: str, value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
     if name == "clock":
         if isinstance(value, dt.timedelta):
-            return int(value.total_seconds() * 1_000_000)
+            return value // dt.timedelta(microseconds=1)
         return _micros_of_day(value) if isinstance(value, dt.time) else int(value)
     if name == "at_tz":
         if isinstance(value, dt.datetime):

@@ -4,13 +4,17 @@ source row by row, all columns."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 
 from confluent_kafka import Producer
 
 from cdcmirror.connect_client import ConnectClient
 from integration_tests import services
-from integration_tests.mirror_env import run_mirror_process
+from integration_tests.mirror_env import mirror_rows, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored
 
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
@@ -29,7 +33,7 @@ def workload_then_same(m: Mirrored, operations: int) -> int:
 
 def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, object]]) -> None:
     """Restart the connector from ``offsets`` (empty: from scratch, a new snapshot)."""
-    before = m.spark.sql(f"SELECT * FROM {m.identifier} ORDER BY id").collect()
+    before = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
     client = ConnectClient(services.CONNECT)
     client.stop(connector)
     if offsets:
@@ -41,13 +45,8 @@ def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, 
     settle()
     settle()
     m.mirror()
-    after = m.spark.sql(f"SELECT * FROM {m.identifier} ORDER BY id").collect()
-    data = [c for c in m.columns()]
-
-    def strip(rows: list[object]) -> list[tuple[object, ...]]:
-        return [tuple(getattr(r, c) for c in ["id", *data]) for r in rows]
-
-    assert strip(after) == strip(before), "a replay must not change any row"
+    after = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
+    assert after == before, "a replay must not change any row"
     m.assert_same()
 
 
@@ -86,4 +85,37 @@ def poison_goes_to_dead_letter(m: Mirrored) -> None:
     assert b"\x00not json at all" in values, rows
     assert b'{"payload": {"op": "c", "after": {"id": "abc"}}}' in values, rows
     assert all(r.error for r in rows)
+    m.assert_same()
+
+
+def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
+    """The continuous job, stopped by SIGTERM once it has applied a batch: exit 0, in sync."""
+    m.workload.run(operations)
+    settle()
+    before = len(m.snapshot_ids())
+    env = {
+        **os.environ,
+        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
+        "CDCMIRROR_MIRROR__TRIGGER": "2 seconds",
+    }
+    job = subprocess.Popen(
+        [sys.executable, "-m", "cdcmirror.cli", "--config", str(m.config_path), "mirror"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while len(m.snapshot_ids()) == before:
+            assert job.poll() is None, job.stderr.read()[-3000:] if job.stderr else ""
+            assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
+            time.sleep(2)
+        job.send_signal(signal.SIGTERM)
+        _, err = job.communicate(timeout=120)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, err[-3000:]
+    assert "stopping after the current batch" in err
     m.assert_same()

@@ -133,6 +133,24 @@ def consume(topic: str, count: int, timeout: float = 90.0) -> list[Record]:
     return records
 
 
+def publish_schema(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Let ``cdc`` read the schema's tables and put them in the ``cdcmirror`` publication."""
+    conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
+    conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
+    conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
+
+
+def schema_source_env(schema: str) -> dict[str, str]:
+    """``CDCMIRROR_*`` settings that mirror every table of a test-database schema."""
+    return {
+        "CDCMIRROR_SOURCE__URL": f"postgresql://cdc@127.0.0.1:5432/{TEST_DATABASE}",
+        "CDCMIRROR_SOURCE__PASSWORD": CDC_PASSWORD,
+        "CDCMIRROR_SOURCE__INCLUDE": f"{schema}.*",
+        "CDCMIRROR_SOURCE__NAME": schema,
+        "CDCMIRROR_ICEBERG__NAMESPACE": schema,
+    }
+
+
 def drop_published_schema(schema: str, connector: str | None = None) -> None:
     """Remove a test schema: its connector and replication slot, its publication entry."""
     if connector:

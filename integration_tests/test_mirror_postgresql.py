@@ -25,9 +25,7 @@ def prepare_schema(schema: str) -> None:
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(create_table_sql("postgresql", f"{schema}.items"))
-        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
-        conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
+        services.publish_schema(conn, schema)
 
 
 def mirrored(world: SparkWorld, kafka_format: str, snapshot_ops: int) -> Iterator[Mirrored]:
@@ -113,6 +111,16 @@ def test_crash_after_commit_before_checkpoint(pg: Mirrored) -> None:
 
 def test_crash_mid_merge(pg: Mirrored) -> None:
     sc.crash_mid_merge_then_restart(pg, 2000)
+
+
+def test_sigterm_finishes_the_batch_and_stops(pg: Mirrored) -> None:
+    sc.sigterm_finishes_and_stops(pg, 300)
+
+
+def test_connector_replay_changes_nothing(pg: Mirrored) -> None:
+    # PostgreSQL's slot will not go back before what it confirmed, so the replay is the
+    # strongest one: offsets forgotten, the whole table read again by a new snapshot.
+    sc.replay_changes_nothing(pg, f"cdcmirror-{pg.name}", [])
 
 
 def test_truncate_empties_the_table(pg: Mirrored) -> None:

@@ -11,11 +11,19 @@ Three steps, each a list of ``selectExpr`` expressions over the previous one:
    sends it to the dead-letter table. A separate step so that no conversion is computed twice.
 
 Position (DESIGN.md, correctness rule 1), an array compared element by element:
-PostgreSQL ``[phase, last commit LSN, LSN, partition, offset]``, MySQL/MariaDB
+PostgreSQL ``[phase, LSN, partition, offset]``, MySQL/MariaDB
 ``[phase, binlog file index, pos, row, partition, offset]``. ``phase`` is 0 for snapshot
 reads and 1 for streamed changes, so a snapshot sorts before the changes after it. The
 Kafka partition and offset only break ties inside a batch: the guard against stored rows
 compares the source part (``source_length``) alone, so a replayed event never wins.
+
+PostgreSQL: the position only has to order the changes of one key, and there the change's
+own LSN does: two transactions that write the same row (or the same key value) are ordered
+by the row lock or the unique index, so the later one's change is written after the
+earlier one commits; inside a transaction LSNs grow; TRUNCATE waits for every writer of the
+table. ``source.sequence`` (last commit LSN, LSN) was the first choice, but its first
+element is null for the first transaction after every connector start (seen on Debezium
+3.5), which put changes after a connector restart behind older ones.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from cdcmirror.mirror.spec import MirrorTable
 OPS = ("c", "u", "d", "r", "t")
 
 _SOURCE_FIELDS = {
-    "postgresql": "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT",
+    "postgresql": "lsn BIGINT, snapshot STRING, ts_ms BIGINT",
     "mysql": "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT",
 }
 
@@ -38,7 +46,7 @@ def q(name: str) -> str:
 
 def source_length(dialect: str) -> int:
     """How many leading position elements come from the source (the guard compares these)."""
-    return 3 if dialect == "postgresql" else 4
+    return 2 if dialect == "postgresql" else 4
 
 
 def row_struct_ddl(table: MirrorTable) -> str:
@@ -69,8 +77,7 @@ def toastable(table: MirrorTable) -> list[str]:
 def _position(dialect: str, p: str) -> str:
     phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
     if dialect == "postgresql":
-        commit = f"coalesce(CAST(get_json_object({p}.source.sequence, '$[0]') AS BIGINT), 0)"
-        parts = [phase, commit, f"{p}.source.lsn"]
+        parts = [phase, f"{p}.source.lsn"]
     else:
         file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
         parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]
