@@ -31,16 +31,8 @@ def main(count: int) -> None:
         conn.execute(f"CREATE SCHEMA {schema}")
         for i in range(count):
             conn.execute(f"CREATE TABLE {schema}.t{i:04d} ({COLUMNS})")
-        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
-        conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
-    env = {
-        "CDCMIRROR_SOURCE__URL": f"postgresql://cdc@127.0.0.1:5432/{services.TEST_DATABASE}",
-        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
-        "CDCMIRROR_SOURCE__INCLUDE": f"{schema}.*",
-        "CDCMIRROR_SOURCE__NAME": schema,
-        "CDCMIRROR_ICEBERG__NAMESPACE": schema,
-    }
+        services.publish_schema(conn, schema)
+    env = services.schema_source_env(schema)
     try:
         with tempfile.TemporaryDirectory() as work:
             config = load_config(environ=env, cwd=Path(work))

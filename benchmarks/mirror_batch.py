@@ -68,15 +68,9 @@ def main(n: int) -> None:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
         conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=n)}")
-        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
-        conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
+        services.publish_schema(conn, schema)
     env = {
-        "CDCMIRROR_SOURCE__URL": f"postgresql://cdc@127.0.0.1:5432/{services.TEST_DATABASE}",
-        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
-        "CDCMIRROR_SOURCE__INCLUDE": f"{schema}.*",
-        "CDCMIRROR_SOURCE__NAME": schema,
-        "CDCMIRROR_ICEBERG__NAMESPACE": schema,
+        **services.schema_source_env(schema),
         "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(n),
     }
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD

@@ -77,9 +77,7 @@ def pg_source(
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(FIXTURE.read_text("utf-8").replace("{schema}", schema))
-        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
-        conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
+        services.publish_schema(conn, schema)
     work = tmp_path_factory.mktemp("bootstrap-pg")
     config = write_config(
         work,

@@ -26,18 +26,26 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
-from cdcmirror.mirror.envelope import checked_exprs, decoded_exprs, envelope_ddl, q, wire_exprs
+from cdcmirror.mirror.envelope import (
+    checked_exprs,
+    decoded_exprs,
+    envelope_ddl,
+    q,
+    source_length,
+    wire_exprs,
+)
 from cdcmirror.mirror.evolution import Evolution, plan_evolution, row_fields, unknown_names
 from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
     dedupe_sql,
     merge_sql,
+    newer,
     tombstone_merge_sql,
     truncate_sql,
 )
@@ -123,7 +131,6 @@ class Applier:
         self.hooks = hooks
         self.query_id: str | None = None
         self.batch_spark = spark
-        self.last_stats: list[TableStats] = []
         self._lock = threading.Lock()
         spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
         self.dead_letter_table = f"{options.internal_namespace}.dead_letter"
@@ -157,7 +164,6 @@ class Applier:
             stats = [s for s, _ in results]
             if dead:
                 self._dead_letter(dead, batch_id)
-            self.last_stats = stats
             for s in stats:
                 log = logger.error if s.stopped else logger.info
                 log("mirror batch %s", s.line(batch_id))
@@ -170,7 +176,6 @@ class Applier:
             df.groupBy("topic", "partition")
             .agg(
                 _expr("count(value) AS events"),
-                _expr("count(*) - count(value) AS tombstones"),
                 _expr("max(offset) AS end_offset"),
                 _expr("max_by(CAST(value AS STRING), IF(value IS NULL, NULL, offset)) AS newest"),
                 _expr("max(IF(value IS NULL, NULL, offset)) AS newest_offset"),
@@ -293,9 +298,13 @@ class Applier:
         good = decoded.where("_error IS NULL")
         target = spark_name(table.identifier)
         soft = self.options.soft_deletes
-        lag = good.selectExpr("max(_cdc_source_ts) AS ts").first().ts
-        if lag is not None:
-            stats.lag_seconds = time.time() - lag.timestamp()
+        agg = good.selectExpr(
+            "max(_cdc_source_ts) AS newest_ts",
+            "max(IF(_cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
+            "count_if(_cdc_op = 't') AS truncates",
+        ).first()
+        if agg.newest_ts is not None:
+            stats.lag_seconds = time.time() - agg.newest_ts.timestamp()
         props = {
             "cdcmirror.query-id": self.query_id or "",
             "cdcmirror.batch-id": str(batch_id),
@@ -304,13 +313,12 @@ class Applier:
             ),
         }
         view = f"_cdcm_{abs(hash(table.identifier))}_{batch_id}"
-        truncates = good.where("_cdc_op = 't'").selectExpr("max(_cdc_position) AS p").first().p
         applied = good.where("_cdc_op IN ('c', 'u', 'd', 'r')")
         truncated_at = list(table.truncated_at)
-        if truncates is not None:
-            stats.truncates = good.where("_cdc_op = 't'").count()
-            truncated_at = [int(x) for x in truncates]
-            literal = f"array({', '.join(str(x) for x in truncated_at)})"
+        if agg.truncated_at is not None:
+            stats.truncates = agg.truncates
+            truncated_at = [int(x) for x in agg.truncated_at]
+            literal = _array_literal(truncated_at)
             self._with_props(
                 props,
                 lambda: spark.sql(
@@ -320,14 +328,10 @@ class Applier:
             )
             self._with_props(props, lambda: spark.sql(truncate_sql(table, target, literal, soft)))
             with self._lock:
-                self.tables[table.topic] = _truncated(table, truncated_at)
+                self.tables[table.topic] = replace(table, truncated_at=tuple(truncated_at))
         if truncated_at:
-            from cdcmirror.mirror.envelope import source_length
-            from cdcmirror.mirror.merge_sql import newer
-
             n = source_length(table.dialect)
-            literal = f"array({', '.join(str(x) for x in truncated_at)})"
-            applied = applied.where(newer("_cdc_position", literal, n))
+            applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
         applied.createOrReplaceTempView(view + "_events")
         started = time.monotonic()
         if table.mode == "append" or not table.key:
@@ -465,10 +469,8 @@ def _expr(text: str) -> Any:
     return F.expr(text)
 
 
-def _truncated(table: MirrorTable, position: list[int]) -> MirrorTable:
-    from dataclasses import replace
-
-    return replace(table, truncated_at=tuple(position))
+def _array_literal(values: list[int]) -> str:
+    return f"array({', '.join(str(v) for v in values)})"
 
 
 _SPARK_TYPES = {"int": "INT", "long": "BIGINT", "string": "STRING", "date": "DATE"}
