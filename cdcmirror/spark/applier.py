@@ -79,6 +79,7 @@ class TableStats:
     dead_lettered: int = 0
     truncates: int = 0
     merge_seconds: float = 0.0
+    table_seconds: float = 0.0  # everything for this table: decode, dedupe, classify, write
     lag_seconds: float | None = None
     offsets: dict[int, int] = field(default_factory=dict)
     stopped: str | None = None
@@ -87,6 +88,7 @@ class TableStats:
         out = {"batch": batch_id, **self.__dict__}
         out["offsets"] = {str(k): v for k, v in self.offsets.items()}
         out["merge_seconds"] = round(self.merge_seconds, 3)
+        out["table_seconds"] = round(self.table_seconds, 3)
         if self.lag_seconds is not None:
             out["lag_seconds"] = round(self.lag_seconds, 3)
         return json.dumps(out, sort_keys=True)
@@ -199,6 +201,7 @@ class Applier:
         if stats.events == 0:
             return stats, None
         where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
+        started = time.monotonic()
         try:
             table, stop = self._evolve(table, parts["newest"])
             events = df.where(df.topic == table.topic).where("value IS NOT NULL")
@@ -211,6 +214,7 @@ class Applier:
                 return stats, self._apply_decoded(decoded, batch_id, table, stats)
             finally:
                 decoded.unpersist()
+                stats.table_seconds = time.monotonic() - started
         except CdcMirrorError:
             raise
         except Exception as exc:
