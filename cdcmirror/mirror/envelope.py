@@ -32,6 +32,10 @@ from cdcmirror.mirror.carriers import convert_sql, parse_carrier, unavailable_sq
 from cdcmirror.mirror.spec import MirrorTable
 
 OPS = ("c", "u", "d", "r", "t")
+# On a PostgreSQL key change Debezium sends delete(old key) + create(new key); the create
+# names the old key in this header (schemaless JSON). Unchanged TOASTed values of the row
+# are placeholders in that create, so they are taken from the old key's row.
+OLD_KEY_HEADER = "__debezium.oldkey"
 
 _SOURCE_FIELDS = {
     "postgresql": "lsn BIGINT, snapshot STRING, ts_ms BIGINT",
@@ -108,7 +112,19 @@ def wire_exprs(table: MirrorTable, schemas: bool) -> list[str]:
     for name in toastable(table):
         flag = unavailable_sql(q("_w_" + name), parse_carrier(table.column(name).carrier))
         out.append(f"coalesce({flag}, false) AS {q('_t_' + name)}")
+    if toastable(table):
+        key_ddl = ", ".join(
+            f"{q(k)}: {wire_type(parse_carrier(table.column(k).carrier))}" for k in table.key
+        )
+        header = f"filter(headers, h -> h.key = '{OLD_KEY_HEADER}')[0].value"
+        out.append(f"from_json(CAST({header} AS STRING), 'STRUCT<{key_ddl}>') AS _old_key")
     return out
+
+
+def old_key_columns(table: MirrorTable) -> list[str]:
+    """``_ok_<key>``: the old key of a key-change create (NULL otherwise); PostgreSQL tables
+    with TOASTable columns only."""
+    return [f"_ok_{k}" for k in table.key] if toastable(table) else []
 
 
 def _errors(table: MirrorTable) -> str:
@@ -155,6 +171,11 @@ def decoded_exprs(table: MirrorTable) -> list[str]:
         out.append(f"{converted} AS {q(c.name)}")
         out.append(w)
     out += [q("_t_" + name) for name in toastable(table)]
+    for k, ok in zip(table.key, old_key_columns(table), strict=False):
+        c = table.column(k)
+        out.append(
+            f"{convert_sql(f'_old_key.{q(k)}', parse_carrier(c.carrier), c.iceberg)} AS {q(ok)}"
+        )
     return out
 
 
@@ -163,5 +184,6 @@ def checked_exprs(table: MirrorTable) -> list[str]:
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts"]
     out += [q(c.name) for c in table.columns]
     out += [q("_t_" + name) for name in toastable(table)]
+    out += [q(ok) for ok in old_key_columns(table)]
     out.append(_errors(table))
     return out

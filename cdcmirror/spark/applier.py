@@ -44,8 +44,10 @@ from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
     dedupe_sql,
+    key_change_with_placeholders,
     merge_sql,
     newer,
+    old_key_fill_sql,
     tombstone_merge_sql,
     truncate_sql,
 )
@@ -306,6 +308,7 @@ class Applier:
             "max(_cdc_source_ts) AS newest_ts",
             "max(IF(_cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
             "count_if(_cdc_op = 't') AS truncates",
+            f"count_if({key_change_with_placeholders(table)}) AS key_change_fills",
         ).first()
         if agg.newest_ts is not None:
             stats.lag_seconds = time.time() - agg.newest_ts.timestamp()
@@ -348,6 +351,9 @@ class Applier:
         if not soft:
             tombstones = self._tombstone_table(table)
         deduped = spark.sql(dedupe_sql(table, view + "_events"))
+        if agg.key_change_fills:
+            deduped.createOrReplaceTempView(view + "_newest")
+            deduped = spark.sql(old_key_fill_sql(table, view + "_newest", view + "_events", target))
         deduped.createOrReplaceTempView(view + "_deduped")
         # Computed once, before anything is written: a recomputation after the MERGE below
         # would classify against the new state (localCheckpoint is eager and cuts lineage).
@@ -377,7 +383,7 @@ class Applier:
                 sql = tombstone_merge_sql(table, tombstones, view + "_changes")
                 self._with_props(props, lambda: spark.sql(sql))
         finally:
-            for suffix in ("_events", "_deduped", "_changes", "_effective"):
+            for suffix in ("_events", "_newest", "_deduped", "_changes", "_effective"):
                 spark.catalog.dropTempView(view + suffix)
         stats.merge_seconds = time.monotonic() - started
         return dead

@@ -32,6 +32,8 @@ def start_query(
         # only; their markers take offsets, so offsets skip numbers.
         .option("kafka.isolation.level", "read_committed")
         .option("failOnDataLoss", "true")
+        # Debezium names the old key of a PostgreSQL key change in a header (TOAST fill)
+        .option("includeHeaders", "true")
     )
     if max_events_per_batch > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(max_events_per_batch))
