@@ -236,6 +236,74 @@ def mirror_cmd(ctx: click.Context, available_now: bool, tables: tuple[str, ...])
     mirror(config, available_now=available_now, only=list(tables) or None)
 
 
+@cli.command("reconcile")
+@click.option("--table", "tables", multiple=True, help="Check only this table (repeatable).")
+@click.option("--deep", is_flag=True, help="Also compare bucketed row checksums; list keys.")
+@click.option(
+    "--output",
+    "output_opt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default=None,
+    help="What to print: a table (default), JSON, or the Markdown report.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the Markdown report to this file.",
+)
+@click.option(
+    "--settle",
+    type=int,
+    default=None,
+    help="Seconds to wait for in-flight events before calling a difference drift "
+    "(default reconcile.settle_seconds; 0 = one look).",
+)
+@click.pass_context
+@handle_errors
+def reconcile_cmd(
+    ctx: click.Context,
+    tables: tuple[str, ...],
+    deep: bool,
+    output_opt: str | None,
+    report_path: str | None,
+    settle: int | None,
+) -> None:
+    """Compare each mirrored table with its source: row counts, position reached, lag,
+    last snapshot. Exit 0 all in sync, 1 drift or lagging, 2 error."""
+    from pathlib import Path
+
+    from cdcmirror.config import load_config
+    from cdcmirror.reconcile.compare import exit_code
+    from cdcmirror.reconcile.report import result_json, result_markdown, result_text
+    from cdcmirror.reconcile.run import ReconcileOptions, reconcile
+
+    config = load_config(ctx.obj["config_path"])
+    output = output_opt or ctx.obj["output"]
+    options = ReconcileOptions(
+        tables=list(tables) or None,
+        deep=deep,
+        settle_seconds=float(
+            config.get("reconcile", "settle_seconds") if settle is None else settle
+        ),
+        buckets=int(config.get("reconcile", "buckets")),
+        max_keys=int(config.get("reconcile", "max_keys")),
+    )
+    checks, now = reconcile(config, options, progress=_say)
+    source = f"{config.get('source', 'name')} -> {config.get('iceberg', 'namespace')}"
+    if report_path:
+        Path(report_path).write_text(result_markdown(checks, now, source))
+        _say(f"report written to {report_path}")
+    if output == "json":
+        click.echo(json.dumps(result_json(checks, now), indent=2))
+    elif output == "markdown":
+        click.echo(result_markdown(checks, now, source))
+    else:
+        click.echo(result_text(checks, now))
+    sys.exit(exit_code(checks))
+
+
 @cli.group("config")
 def config_group() -> None:
     """Inspect the effective configuration."""

@@ -50,6 +50,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "dead_letter": "str",
         "parallelism": "int",
     },
+    "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
     "spark": {"master": "str", "jars": "list", "conf": "table"},
 }
 
@@ -81,6 +82,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "dead_letter": "table",
         "parallelism": 4,
     },
+    "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
     "spark": {"master": "local[2]", "jars": [], "conf": {}},
 }
 

@@ -261,6 +261,7 @@ class Workload:
     def run(self, operations: int) -> None:
         """``operations`` statements: single ones, multi-statement transactions, and pairs
         of transactions interleaved on two connections (on disjoint keys)."""
+        decimal.getcontext().prec = 100  # the context is per thread; a workload thread too
         a, b = self.src.connect(), self.src.connect()
         try:
             done = 0
@@ -440,4 +441,20 @@ def run_mirror_process(
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+def start_continuous_mirror(config: Path, trigger: str = "2 seconds") -> subprocess.Popen[str]:
+    """The continuous ``cdcmirror mirror`` job in its own process; stderr is piped."""
+    env = {
+        **os.environ,
+        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
+        "CDCMIRROR_MIRROR__TRIGGER": trigger,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )

@@ -4,17 +4,14 @@ source row by row, all columns."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 
 from confluent_kafka import Producer
 
 from cdcmirror.connect_client import ConnectClient
 from integration_tests import services
-from integration_tests.mirror_env import mirror_rows, run_mirror_process
+from integration_tests.mirror_env import mirror_rows, run_mirror_process, start_continuous_mirror
 from integration_tests.mirror_fixture import Mirrored
 
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
@@ -93,18 +90,7 @@ def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
     m.workload.run(operations)
     settle()
     before = len(m.snapshot_ids())
-    env = {
-        **os.environ,
-        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
-        "CDCMIRROR_MIRROR__TRIGGER": "2 seconds",
-    }
-    job = subprocess.Popen(
-        [sys.executable, "-m", "cdcmirror.cli", "--config", str(m.config_path), "mirror"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    job = start_continuous_mirror(m.config_path)
     try:
         deadline = time.monotonic() + 240
         while len(m.snapshot_ids()) == before:

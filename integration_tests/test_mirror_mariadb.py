@@ -18,8 +18,7 @@ from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 SEED = 1121
 
 
-@pytest.fixture(scope="module")
-def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+def maria_mirrored(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
     database = services.unique("mir_maria")
     admin = services.maria_connect()
     with admin.cursor() as cur:
@@ -29,16 +28,21 @@ def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirr
         cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
     source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
     workload = Workload(source, SEED)
-    workload.run(1000)
-    config = make_config(spark_world.config.base_dir, database, "mysql", f"{database}.*", database)
+    workload.run(snapshot_ops)
+    config = make_config(world.config.base_dir, database, "mysql", f"{database}.*", database)
     bootstrap(config)
     try:
-        yield Mirrored(database, source, config, spark_world.spark, workload, [])
+        yield Mirrored(database, source, config, world.spark, workload, [])
     finally:
         ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()
+
+
+@pytest.fixture(scope="module")
+def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from maria_mirrored(spark_world, 1000)
 
 
 def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:

@@ -73,3 +73,12 @@ def evolve_table(
         ", ".join(f"{n} {t}" for n, t, _ in add) or "nothing",
         ", ".join(f"{n} -> {t}" for n, t in widen) or "nothing",
     )
+
+
+def current_snapshot(catalog: Any, identifier: str) -> tuple[int, int] | None:
+    """(snapshot id, commit time in ms) of the table's current snapshot, None before the
+    first commit."""
+    snapshot = catalog.load_table(identifier).current_snapshot()
+    if snapshot is None:
+        return None
+    return int(snapshot.snapshot_id), int(snapshot.timestamp_ms)

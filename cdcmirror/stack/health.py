@@ -22,6 +22,34 @@ def broker_answers_metadata(bootstrap_servers: str, timeout: float = 3.0) -> boo
     return bool(meta.brokers)
 
 
+def committed_end_offsets(
+    bootstrap_servers: str, topics: list[str], timeout: float = 10.0
+) -> dict[str, dict[int, int]]:
+    """Per topic and partition, the offset after the last committed event (the last stable
+    offset a read_committed reader can reach); a topic that does not exist is left out."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
+    admin = AdminClient(conf)
+    meta = admin.list_topics(timeout=timeout)
+    wanted = {
+        TopicPartition(t, p): OffsetSpec.latest()
+        for t in topics
+        if t in meta.topics and meta.topics[t].error is None
+        for p in meta.topics[t].partitions
+    }
+    out: dict[str, dict[int, int]] = {}
+    if not wanted:
+        return out
+    futures = admin.list_offsets(
+        wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
+    )
+    for tp, future in futures.items():
+        out.setdefault(tp.topic, {})[tp.partition] = int(future.result().offset)
+    return out
+
+
 def connect_plugins(url: str, timeout: float = 3.0) -> list[str] | None:
     """The connector classes a Connect worker lists, or None when it does not answer."""
     try:

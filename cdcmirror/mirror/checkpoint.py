@@ -1,0 +1,49 @@
+"""What a Structured Streaming checkpoint says the mirror has committed: the Kafka offsets
+of its newest committed micro-batch. Reads the checkpoint's ``offsets/`` and ``commits/``
+logs on a local file system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def parse_offsets_file(text: str) -> dict[str, dict[int, int]]:
+    """The Kafka source's offsets from one ``offsets/<batch>`` file: a version line, the
+    batch metadata, then one JSON line per source (cdcmirror's query has one).
+
+    >>> parse_offsets_file('v1\\n{"batchWatermarkMs":0}\\n{"t":{"0":5,"1":7}}')
+    {'t': {0: 5, 1: 7}}
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    out: dict[str, dict[int, int]] = {}
+    for line in lines[2:]:
+        data = json.loads(line)
+        if not isinstance(data, dict):
+            continue
+        for topic, partitions in data.items():
+            out[topic] = {int(p): int(o) for p, o in partitions.items()}
+    return out
+
+
+def _batches(directory: Path) -> list[int]:
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+
+
+def committed_offsets(checkpoint: Path) -> dict[str, dict[int, int]]:
+    """Offsets up to which every event is in Iceberg (empty before the first batch)."""
+    commits = _batches(checkpoint / "commits")
+    if not commits:
+        return {}
+    return parse_offsets_file((checkpoint / "offsets" / str(commits[-1])).read_text())
+
+
+def behind(committed: dict[int, int], end: dict[int, int]) -> int:
+    """Events Kafka holds for a topic that the mirror has not committed.
+
+    >>> behind({0: 5}, {0: 9, 1: 2})
+    6
+    """
+    return sum(max(0, o - committed.get(p, 0)) for p, o in end.items())

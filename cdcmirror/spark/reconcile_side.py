@@ -1,0 +1,55 @@
+"""Mirror-side reads for reconcile (Spark): live row counts, the newest position applied,
+bucketed row checksums and the rows of chosen buckets, computed like the source side."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from cdcmirror.reconcile.canonical import RowShape, joined
+from cdcmirror.reconcile.compare import BucketSums, KeyRows
+from cdcmirror.spark.applier import spark_name
+
+LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
+
+
+class MirrorReader:
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def _fresh(self, identifier: str) -> str:
+        """The table name, after dropping Spark's cached view of it (the mirror commits
+        from another process)."""
+        name = spark_name(identifier)
+        self.spark.sql(f"REFRESH TABLE {name}")
+        return name
+
+    def facts(self, identifier: str) -> tuple[int, list[int] | None, datetime | None]:
+        """(live rows, newest _cdc_position, newest _cdc_source_ts)."""
+        row = self.spark.sql(
+            f"SELECT count_if({LIVE}) AS n, max(_cdc_position) AS pos, "
+            f"max(_cdc_source_ts) AS ts FROM {self._fresh(identifier)}"
+        ).first()
+        position = [int(x) for x in row.pos] if row.pos is not None else None
+        return int(row.n), position, row.ts
+
+    def bucket_sums(self, identifier: str, shape: RowShape, buckets: int) -> BucketSums:
+        rows = self.spark.sql(
+            f"SELECT b, count(*) AS n, sum(h) AS s FROM (SELECT "
+            f"{shape.bucket_sql('spark', buckets)} AS b, {shape.row_hash_sql('spark')} AS h "
+            f"FROM {self._fresh(identifier)} WHERE {LIVE}) GROUP BY b"
+        ).collect()
+        return {int(r.b): (int(r.n), int(r.s)) for r in rows}
+
+    def key_rows(self, identifier: str, shape: RowShape, buckets: int, which: list[int]) -> KeyRows:
+        if not which:
+            return {}
+        parts = [joined("spark", [c]) for c in shape.key or shape.columns]
+        rows = self.spark.sql(
+            f"SELECT * FROM (SELECT {shape.bucket_sql('spark', buckets)} AS b, "
+            f"{shape.key_text_sql('spark')} AS k, {shape.row_hash_sql('spark')} AS h, "
+            + ", ".join(f"{p} AS p{i}" for i, p in enumerate(parts))
+            + f" FROM {self._fresh(identifier)} WHERE {LIVE}) "
+            f"WHERE b IN ({', '.join(map(str, which))})"
+        ).collect()
+        return {str(r[1]): (tuple(str(v) for v in r[3:]), int(r[2])) for r in rows}

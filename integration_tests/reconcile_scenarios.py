@@ -1,0 +1,110 @@
+"""Reconcile scenarios, the same for every source: in sync after a mirrored workload, no
+false drift while a workload runs, drift found with its exact keys after the mirror is
+changed behind its back."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from typing import Any
+
+from integration_tests import mirror_scenarios as sc
+from integration_tests.bootstrap_env import run_cli
+from integration_tests.mirror_env import start_continuous_mirror
+from integration_tests.mirror_fixture import Mirrored
+
+
+def reconcile(m: Mirrored, *args: str) -> tuple[int, dict[str, Any]]:
+    result = run_cli(m.config_path, "reconcile", "--output", "json", *args)
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def only_table(report: dict[str, Any]) -> dict[str, Any]:
+    assert len(report["tables"]) == 1, report
+    table: dict[str, Any] = report["tables"][0]
+    return table
+
+
+def in_sync_after_workload(m: Mirrored, operations: int, not_hashed: list[str]) -> None:
+    rows = sc.workload_then_same(m, operations)
+    code, report = reconcile(m, "--deep", "--settle", "30")
+    table = only_table(report)
+    assert code == 0, json.dumps(table, indent=1)
+    assert table["status"] == "in sync"
+    assert table["source_rows"] == table["mirror_rows"] == rows
+    assert table["events_behind"] == 0 and table["snapshot_id"] in m.snapshot_ids()
+    assert table["position"] != "-" and table["source_commit_time"]
+    deep = table["deep"]
+    assert deep["drifted_buckets"] == [] and deep["changed_keys"] == [], deep
+    assert deep["columns_not_compared"] == not_hashed
+
+
+def no_false_drift_while_workload_runs(m: Mirrored, operations: int) -> None:
+    """The continuous mirror runs and a workload writes while reconcile looks: settling
+    waits the in-flight events out instead of calling them drift."""
+    job = start_continuous_mirror(m.config_path)
+    writer = threading.Thread(target=m.workload.run, args=(operations,))
+    err = ""
+    try:
+        writer.start()
+        code, report = reconcile(m, "--deep", "--settle", "300")
+        alive_during_check = writer.is_alive()
+        writer.join()
+        table = only_table(report)
+        assert code == 0, json.dumps(table, indent=1)
+        assert table["status"] == "in sync" and table["deep"]["drifted_buckets"] == []
+    finally:
+        writer.join()
+        job.send_signal(signal.SIGTERM)
+        try:
+            _, err = job.communicate(timeout=180)
+        finally:
+            if job.poll() is None:
+                job.kill()
+    assert job.returncode == 0, err[-3000:]
+    m.assert_same()
+    assert alive_during_check or table["attempts"] > 1, "the check never saw events in flight"
+
+
+def _three_ids(m: Mirrored) -> list[int]:
+    conn = m.source.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"SELECT id FROM {m.source.table} ORDER BY id LIMIT 3")
+        return [int(r[0]) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def drift_found_with_keys(m: Mirrored) -> list[int]:
+    """Change, delete and add a mirror row behind the mirror's back; returns the three keys
+    (changed, missing, extra)."""
+    changed, missing, copied = _three_ids(m)
+    extra = 10**12
+    m.spark.sql(f"DELETE FROM {m.identifier} WHERE id = {missing}")
+    code, report = reconcile(m, "--settle", "5")
+    table = only_table(report)
+    assert code == 1 and table["status"] == "drift" and table["difference"] == -1, report
+    text = run_cli(m.config_path, "reconcile", "--settle", "5")
+    assert text.exit_code == 1
+    assert f"{m.identifier} (drift)" in text.stdout
+
+    m.spark.sql(
+        f"UPDATE {m.identifier} SET name = concat(coalesce(name, ''), '!') WHERE id = {changed}"
+    )
+    m.spark.sql(
+        f"INSERT INTO {m.identifier} SELECT {extra} AS id, * EXCEPT (id) "
+        f"FROM {m.identifier} WHERE id = {copied}"
+    )
+    report_file = m.config_path.parent / f"{m.name}-report.md"
+    code, report = reconcile(m, "--deep", "--settle", "5", "--report", str(report_file))
+    deep = only_table(report)["deep"]
+    assert code == 1
+    assert deep["changed_keys"] == [{"id": str(changed)}], deep
+    assert deep["missing_keys"] == [{"id": str(missing)}], deep
+    assert deep["extra_keys"] == [{"id": str(extra)}], deep
+    markdown = report_file.read_text()
+    assert "# cdcmirror reconcile" in markdown and f"id={extra}" in markdown
+    return [changed, missing, extra]

@@ -1,0 +1,27 @@
+"""`cdcmirror reconcile` against a real MariaDB source mirrored through Debezium, Kafka,
+Spark and Iceberg."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cdcmirror.stack.control import Stack
+from integration_tests import reconcile_scenarios as rc
+from integration_tests.conftest import SparkWorld
+from integration_tests.mirror_fixture import Mirrored
+from integration_tests.test_mirror_mariadb import maria_mirrored
+
+
+@pytest.fixture(scope="module")
+def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from maria_mirrored(spark_world, 500)
+
+
+def test_in_sync_after_a_mirrored_workload(maria: Mirrored) -> None:
+    rc.in_sync_after_workload(maria, 1500, ["amount (double)", "ratio (float)"])
+
+
+def test_drift_behind_the_mirrors_back_is_found_with_its_keys(maria: Mirrored) -> None:
+    rc.drift_found_with_keys(maria)

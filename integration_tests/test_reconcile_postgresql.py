@@ -1,0 +1,33 @@
+"""`cdcmirror reconcile` against a real PostgreSQL source mirrored through Debezium, Kafka,
+Spark and Iceberg."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cdcmirror.stack.control import Stack
+from integration_tests import reconcile_scenarios as rc
+from integration_tests.conftest import SparkWorld
+from integration_tests.mirror_fixture import Mirrored
+from integration_tests.test_mirror_postgresql import mirrored
+
+
+@pytest.fixture(scope="module")
+def pg(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from mirrored(spark_world, "json", 500)
+
+
+def test_in_sync_after_a_mirrored_workload(pg: Mirrored) -> None:
+    rc.in_sync_after_workload(
+        pg, 1500, ["amount (double precision)", "ratio (real)", "tags (text[])"]
+    )
+
+
+def test_no_false_drift_while_a_workload_runs(pg: Mirrored) -> None:
+    rc.no_false_drift_while_workload_runs(pg, 1500)
+
+
+def test_drift_behind_the_mirrors_back_is_found_with_its_keys(pg: Mirrored) -> None:
+    rc.drift_found_with_keys(pg)
