@@ -27,7 +27,8 @@ POSITION = IcebergColumn(
     "_cdc_position",
     "list<long>",
     doc="source position of the last change, compared element by element: PostgreSQL "
-    "[phase, LSN, ...], MySQL/MariaDB [phase, binlog file index, position, row, ...]; "
+    "[phase, last commit LSN, LSN, ...], MySQL/MariaDB [phase, binlog file index, position, "
+    "row, ...]; "
     "Kafka partition and offset come last",
 )
 SOURCE_TS = IcebergColumn(

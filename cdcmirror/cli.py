@@ -304,6 +304,66 @@ def reconcile_cmd(
     sys.exit(exit_code(checks))
 
 
+@cli.command("repair")
+@click.option("--table", "table", required=True, help="The mirrored table to heal.")
+@click.option(
+    "--keys-from",
+    "keys_from",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A `reconcile --deep --output json` report: repair only its drifted keys "
+    "(else the whole table is re-read).",
+)
+@click.pass_context
+@handle_errors
+def repair_cmd(ctx: click.Context, table: str, keys_from: str | None) -> None:
+    """Heal a drifted table without a full reload: Debezium re-reads the drifted rows (an
+    incremental snapshot through the source's signal table) and the mirror job applies
+    them; rows only in the mirror are removed once the source confirms they are gone."""
+    from pathlib import Path
+
+    from cdcmirror.config import load_config
+    from cdcmirror.repair.run import repair
+
+    config = load_config(ctx.obj["config_path"])
+    result = repair(config, table, Path(keys_from) if keys_from else None, progress=_say)
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps(result.__dict__, indent=2))
+        return
+    reread = "every row" if result.reread is None else f"{result.reread} row(s)"
+    click.echo(
+        f"{result.table}: Debezium re-reads {reread}"
+        if result.signal_id
+        else f"{result.table}: nothing to re-read"
+    )
+    if result.removed or result.kept:
+        click.echo(f"{result.table}: removed {result.removed} row(s) the source does not have")
+    click.echo(
+        "the running mirror job applies the re-read rows; confirm with "
+        f"`cdcmirror reconcile --deep --table {table}`"
+    )
+
+
+@cli.command("maintain")
+@click.option("--table", "tables", multiple=True, help="Maintain only this table (repeatable).")
+@click.pass_context
+@handle_errors
+def maintain_cmd(ctx: click.Context, tables: tuple[str, ...]) -> None:
+    """Compact small data files and position delete files, expire old snapshots, remove
+    orphan files ([maintain] settings). Safe while the mirror runs: a commit conflict is
+    retried. Prints file counts and sizes before and after."""
+    from cdcmirror.config import load_config
+    from cdcmirror.maintain.report import result_json, result_text
+    from cdcmirror.maintain.run import maintain
+
+    config = load_config(ctx.obj["config_path"])
+    results = maintain(config, list(tables) or None, progress=_say)
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps(result_json(results), indent=2))
+    else:
+        click.echo(result_text(results))
+
+
 @cli.group("config")
 def config_group() -> None:
     """Inspect the effective configuration."""

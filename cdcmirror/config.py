@@ -32,6 +32,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "keyless_tables": "str",
         "unknown_types": "str",
         "tinyint1_as_boolean": "bool",
+        "signal_table": "str",
     },
     "kafka": {"bootstrap_servers": "str", "format": "str"},
     "connect": {"url": "str", "secrets": "str"},
@@ -51,6 +52,14 @@ SCHEMA: dict[str, dict[str, str]] = {
         "parallelism": "int",
     },
     "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
+    "maintain": {
+        "every_batches": "int",
+        "target_file_size_mb": "int",
+        "min_input_files": "int",
+        "snapshot_retention_hours": "int",
+        "retain_last": "int",
+        "orphan_age_hours": "int",
+    },
     "spark": {"master": "str", "jars": "list", "conf": "table"},
 }
 
@@ -64,6 +73,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "keyless_tables": "append",
         "unknown_types": "error",
         "tinyint1_as_boolean": True,
+        "signal_table": "",
     },
     "kafka": {"bootstrap_servers": "127.0.0.1:9092", "format": "json"},
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
@@ -83,6 +93,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "parallelism": 4,
     },
     "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
+    "maintain": {
+        "every_batches": 0,
+        "target_file_size_mb": 128,
+        "min_input_files": 2,
+        "snapshot_retention_hours": 24,
+        "retain_last": 5,
+        "orphan_age_hours": 72,
+    },
     "spark": {"master": "local[2]", "jars": [], "conf": {}},
 }
 

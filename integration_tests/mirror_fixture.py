@@ -71,10 +71,12 @@ def make_config(
             "url": f"{scheme}://cdc@127.0.0.1:{port}/{url_db}",
             "include": [include],
             "name": name,
+            **extra.get("source", {}),
         },
         iceberg={"namespace": f"{name}_mirror"},
         mirror={"checkpoint_location": f".cdcmirror/checkpoints/{name}", **extra.get("mirror", {})},
         kafka={"format": extra.get("kafka_format", "json")},
+        **{k: v for k, v in extra.items() if k not in ("mirror", "kafka_format", "source")},
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from integration_tests import mirror_scenarios as sc
@@ -78,9 +80,9 @@ def _three_ids(m: Mirrored) -> list[int]:
         conn.close()
 
 
-def drift_found_with_keys(m: Mirrored) -> list[int]:
-    """Change, delete and add a mirror row behind the mirror's back; returns the three keys
-    (changed, missing, extra)."""
+def drift_found_with_keys(m: Mirrored) -> Path:
+    """Change, delete and add a mirror row behind the mirror's back; returns the JSON
+    report that names the three keys."""
     changed, missing, copied = _three_ids(m)
     extra = 10**12
     m.spark.sql(f"DELETE FROM {m.identifier} WHERE id = {missing}")
@@ -107,4 +109,25 @@ def drift_found_with_keys(m: Mirrored) -> list[int]:
     assert deep["extra_keys"] == [{"id": str(extra)}], deep
     markdown = report_file.read_text()
     assert "# cdcmirror reconcile" in markdown and f"id={extra}" in markdown
-    return [changed, missing, extra]
+    keys_file = m.config_path.parent / f"{m.name}-drift.json"
+    keys_file.write_text(json.dumps(report))
+    return keys_file
+
+
+def repair_heals(m: Mirrored, keys_file: Path) -> None:
+    """`repair --keys-from` re-reads the changed and missing rows through Debezium's
+    incremental snapshot and removes the extra one; the mirror applies the re-read rows and
+    reconcile --deep reports the table in sync."""
+    result = run_cli(m.config_path, "repair", "--table", "items", "--keys-from", str(keys_file))
+    assert result.exit_code == 0, result.output
+    assert "Debezium re-reads 2 row(s)" in result.stdout, result.output
+    assert "removed 1 row(s)" in result.stdout, result.output
+    deadline = time.monotonic() + 240
+    while True:
+        sc.settle()
+        m.mirror()
+        code, report = reconcile(m, "--deep", "--settle", "10")
+        if code == 0 or time.monotonic() > deadline:
+            break
+    assert code == 0, json.dumps(only_table(report), indent=1)
+    m.assert_same()

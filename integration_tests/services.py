@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,6 +19,7 @@ from cdcmirror import paths
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 
+ROOT = Path(__file__).resolve().parents[1]
 ADMIN_USER = "cdcmirror_admin"
 ADMIN_PASSWORD = os.environ.get("CDCMIRROR_DEV_ADMIN_PASSWORD", "cdcmirror_admin")
 CDC_PASSWORD = os.environ.get("CDCMIRROR_DEV_CDC_PASSWORD", "cdc_dev_secret")
@@ -138,6 +140,25 @@ def publish_schema(conn: psycopg.Connection[Any], schema: str) -> None:
     conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")
     conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO cdc")
     conn.execute(f"ALTER PUBLICATION cdcmirror ADD TABLES IN SCHEMA {schema}")
+
+
+def pg_signal_table(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Debezium's signal table in the schema, as sql/postgresql/signal_table.sql makes it."""
+    sql = (ROOT / "sql" / "postgresql" / "signal_table.sql").read_text()
+    body = sql.replace(':"schema"', schema)
+    for statement in (s.strip() for s in body.split(";")):
+        if statement and not all(line.startswith("--") for line in statement.splitlines()):
+            conn.execute(statement)
+
+
+def maria_signal_table(cur: Any, database: str) -> None:
+    """Debezium's signal table in the database, as sql/mysql/signal_table.sql makes it."""
+    cur.execute(f"USE {database}")
+    sql = (ROOT / "sql" / "mysql" / "signal_table.sql").read_text()
+    for statement in (s.strip() for s in sql.split(";")):
+        lines = [line for line in statement.splitlines() if not line.startswith("--")]
+        if lines:
+            cur.execute("\n".join(lines))
 
 
 def schema_source_env(schema: str) -> dict[str, str]:

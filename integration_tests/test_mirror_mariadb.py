@@ -18,7 +18,9 @@ from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 SEED = 1121
 
 
-def maria_mirrored(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
+def maria_mirrored(
+    world: SparkWorld, snapshot_ops: int, signal: bool = False
+) -> Iterator[Mirrored]:
     database = services.unique("mir_maria")
     admin = services.maria_connect()
     with admin.cursor() as cur:
@@ -26,6 +28,8 @@ def maria_mirrored(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
         for host in ("127.0.0.1", "localhost"):
             cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
         cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
+        if signal:
+            services.maria_signal_table(cur, database)
     source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
     workload = Workload(source, SEED)
     workload.run(snapshot_ops)

@@ -21,16 +21,20 @@ def pg_source(schema: str) -> Source:
     return Source("postgresql", f"{schema}.items", services.pg_connect)
 
 
-def prepare_schema(schema: str) -> None:
+def prepare_schema(schema: str, signal: bool = False) -> None:
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(create_table_sql("postgresql", f"{schema}.items"))
+        if signal:
+            services.pg_signal_table(conn, schema)
         services.publish_schema(conn, schema)
 
 
-def mirrored(world: SparkWorld, kafka_format: str, snapshot_ops: int) -> Iterator[Mirrored]:
+def mirrored(
+    world: SparkWorld, kafka_format: str, snapshot_ops: int, signal: bool = False
+) -> Iterator[Mirrored]:
     schema = services.unique("mir_pg")
-    prepare_schema(schema)
+    prepare_schema(schema, signal)
     source = pg_source(schema)
     workload = Workload(source, SEED)
     workload.run(snapshot_ops)  # these rows arrive through the initial snapshot
@@ -41,6 +45,7 @@ def mirrored(world: SparkWorld, kafka_format: str, snapshot_ops: int) -> Iterato
         f"{schema}.*",
         services.TEST_DATABASE,
         kafka_format=kafka_format,
+        source={"signal_table": f"{schema}.cdcmirror_signal"} if signal else {},
     )
     bootstrap(config)
     try:

@@ -16,12 +16,13 @@ from integration_tests.test_mirror_mariadb import maria_mirrored
 
 @pytest.fixture(scope="module")
 def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
-    yield from maria_mirrored(spark_world, 500)
+    yield from maria_mirrored(spark_world, 500, signal=True)
 
 
 def test_in_sync_after_a_mirrored_workload(maria: Mirrored) -> None:
     rc.in_sync_after_workload(maria, 1500, ["amount (double)", "ratio (float)"])
 
 
-def test_drift_behind_the_mirrors_back_is_found_with_its_keys(maria: Mirrored) -> None:
-    rc.drift_found_with_keys(maria)
+def test_drift_found_with_its_keys_then_repaired(maria: Mirrored) -> None:
+    keys_file = rc.drift_found_with_keys(maria)
+    rc.repair_heals(maria, keys_file)

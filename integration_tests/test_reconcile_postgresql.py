@@ -16,7 +16,7 @@ from integration_tests.test_mirror_postgresql import mirrored
 
 @pytest.fixture(scope="module")
 def pg(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
-    yield from mirrored(spark_world, "json", 500)
+    yield from mirrored(spark_world, "json", 500, signal=True)
 
 
 def test_in_sync_after_a_mirrored_workload(pg: Mirrored) -> None:
@@ -29,5 +29,6 @@ def test_no_false_drift_while_a_workload_runs(pg: Mirrored) -> None:
     rc.no_false_drift_while_workload_runs(pg, 1500)
 
 
-def test_drift_behind_the_mirrors_back_is_found_with_its_keys(pg: Mirrored) -> None:
-    rc.drift_found_with_keys(pg)
+def test_drift_found_with_its_keys_then_repaired(pg: Mirrored) -> None:
+    keys_file = rc.drift_found_with_keys(pg)
+    rc.repair_heals(pg, keys_file)

@@ -141,10 +141,10 @@ def test_evolution_adds_widens_and_refuses() -> None:
 
 
 def test_position_guard_compares_only_the_source_part() -> None:
-    assert source_length("postgresql") == 2 and source_length("mysql") == 4
+    assert source_length("postgresql") == 3 and source_length("mysql") == 4
     assert newer("a", "b", 2) == "slice(a, 1, 2) > slice(b, 1, 2)"
     sql = merge_sql(table(), "t", "c", soft=False)
-    assert sql.count("slice(s._cdc_position, 1, 2) > slice(t._cdc_position, 1, 2)") == 2
+    assert sql.count("slice(s._cdc_position, 1, 3) > slice(t._cdc_position, 1, 3)") == 2
     assert "THEN DELETE" in sql and "IF(s.`_t_note`, t.`note`, s.`note`)" in sql
     soft = merge_sql(table(), "t", "c", soft=True)
     assert "_cdc_deleted = true" in soft and "THEN DELETE" not in soft
@@ -168,3 +168,13 @@ def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
 def test_schemaless_format_turns_converter_schemas_off() -> None:
     assert converter_settings("json") == {}
     assert converter_settings("json-schemaless")["key.converter.schemas.enable"] == "false"
+
+
+def test_postgresql_position_orders_by_last_commit_then_lsn() -> None:
+    from cdcmirror.mirror.envelope import _position
+
+    sql = _position("postgresql", "e")
+    # phase, then source.sequence's last commit (the change's LSN when it is null), then LSN
+    assert sql.index("'$[0]'") < sql.index("coalesce(e.source.lsn")
+    assert "coalesce(CAST(get_json_object(e.source.sequence, '$[0]') AS BIGINT), coalesce(" in sql
+    assert sql.endswith("CAST(partition AS BIGINT), offset)")

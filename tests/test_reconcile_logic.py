@@ -137,7 +137,7 @@ def test_lag_is_zero_when_caught_up() -> None:
 
 
 def test_position_text() -> None:
-    assert position_text("postgresql", [1, (1 << 32) + 0x1CAF2108, 0, 5]) == "1/1CAF2108"
+    assert position_text("postgresql", [1, 7, (1 << 32) + 0x1CAF2108, 0, 5]) == "1/1CAF2108"
     assert position_text("mariadb", [1, 3, 1234, 2, 0, 9]) == "binlog #3 pos 1234 row 2"
     assert position_text("postgresql", None) == "-"
 

@@ -64,7 +64,10 @@ def publication_problems(catalog: SourceCatalog) -> list[str]:
     """PostgreSQL tables the connector could not stream because the publication lacks them."""
     if catalog.dialect != "postgresql" or catalog.published is None:
         return []
-    return sorted(t.qualified for t in catalog.tables if t.qualified not in catalog.published)
+    names = [t.qualified for t in catalog.tables]
+    if catalog.signal_table:
+        names.append(catalog.signal_table)
+    return sorted(n for n in names if n not in catalog.published)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,9 @@ def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) ->
     if config.get("source", "unknown_types") == "string":
         rendered["include.unknown.datatypes"] = "true"
     rendered.update(converter_settings(str(config.get("kafka", "format"))))
+    if catalog.signal_table:
+        # incremental snapshots (`cdcmirror repair`) are requested through this table
+        rendered["signal.data.collection"] = catalog.signal_table
     return ConnectorPlan(connector_name(source_name), rendered, str(url.password or ""))
 
 

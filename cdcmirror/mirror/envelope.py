@@ -11,19 +11,22 @@ Three steps, each a list of ``selectExpr`` expressions over the previous one:
    sends it to the dead-letter table. A separate step so that no conversion is computed twice.
 
 Position (DESIGN.md, correctness rule 1), an array compared element by element:
-PostgreSQL ``[phase, LSN, partition, offset]``, MySQL/MariaDB
-``[phase, binlog file index, pos, row, partition, offset]``. ``phase`` is 0 for snapshot
-reads and 1 for streamed changes, so a snapshot sorts before the changes after it. The
-Kafka partition and offset only break ties inside a batch: the guard against stored rows
-compares the source part (``source_length``) alone, so a replayed event never wins.
+PostgreSQL ``[phase, last commit LSN, LSN, partition, offset]``, MySQL/MariaDB
+``[phase, binlog file index, pos, row, partition, offset]``. ``phase`` is 0 for initial
+snapshot reads and 1 for streamed changes and incremental-snapshot reads, so a snapshot
+sorts before the changes after it. The Kafka partition and offset only break ties inside a
+batch: the guard against stored rows compares the source part (``source_length``) alone, so
+a replayed event never wins.
 
-PostgreSQL: the position only has to order the changes of one key, and there the change's
-own LSN does: two transactions that write the same row (or the same key value) are ordered
-by the row lock or the unique index, so the later one's change is written after the
-earlier one commits; inside a transaction LSNs grow; TRUNCATE waits for every writer of the
-table. ``source.sequence`` (last commit LSN, LSN) was the first choice, but its first
-element is null for the first transaction after every connector start (seen on Debezium
-3.5), which put changes after a connector restart behind older ones.
+PostgreSQL: ``source.sequence`` is [last commit LSN, LSN]; pgoutput delivers transactions in
+commit order, so the pair orders changes by commit, then by place in the transaction. The
+first element is null for the first transaction after a connector start (seen on Debezium
+3.5); the change's own LSN stands in for it: a later writer of the same row waited for the
+earlier writer's commit (row lock, unique index; TRUNCATE waits for every writer), so its
+LSN is past that commit, and every later transaction's last commit is past it too.
+An incremental-snapshot read carries the position of the window that emitted it; a
+transaction that committed after that window has a greater last commit LSN, so it wins
+even when it wrote its change before the window.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ OPS = ("c", "u", "d", "r", "t")
 OLD_KEY_HEADER = "__debezium.oldkey"
 
 _SOURCE_FIELDS = {
-    "postgresql": "lsn BIGINT, snapshot STRING, ts_ms BIGINT",
+    "postgresql": "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT",
     "mysql": "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT",
 }
 
@@ -48,9 +51,14 @@ def q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def spark_name(identifier: str) -> str:
+    """``namespace.table`` quoted for Spark SQL."""
+    return ".".join(q(p) for p in identifier.split("."))
+
+
 def source_length(dialect: str) -> int:
     """How many leading position elements come from the source (the guard compares these)."""
-    return 2 if dialect == "postgresql" else 4
+    return 3 if dialect == "postgresql" else 4
 
 
 def row_struct_ddl(table: MirrorTable) -> str:
@@ -81,7 +89,14 @@ def toastable(table: MirrorTable) -> list[str]:
 def _position(dialect: str, p: str) -> str:
     phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
     if dialect == "postgresql":
-        parts = [phase, f"{p}.source.lsn"]
+        # source.sequence is [last commit LSN, LSN]: commit order first. The last commit is
+        # null for the first transaction after a connector start (then the change's own LSN
+        # stands in; a second writer of the same row waited for the first one's commit, so
+        # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
+        sequence = f"{p}.source.sequence"
+        lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
+        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
+        parts = [phase, last_commit, lsn]
     else:
         file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
         parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]

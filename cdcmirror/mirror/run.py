@@ -84,6 +84,7 @@ class CatalogAccess:
 
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.maintain.run import settings_of
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
@@ -99,6 +100,8 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         fail_on_dead_letter=config.get("mirror", "dead_letter") == "fail",
         internal_namespace=internal_namespace(config),
         parallelism=int(config.get("mirror", "parallelism")),
+        maintain_every=int(config.get("maintain", "every_batches")),
+        maintain_settings=settings_of(config),
     )
     applier = Applier(
         spark,

@@ -112,10 +112,10 @@ def exit_code(checks: list[TableCheck]) -> int:
 
 def position_text(flavor: str, position: list[int] | None) -> str:
     """The source part of a ``_cdc_position`` as people write it."""
-    if not position or len(position) < 2:
+    if not position or len(position) < 3:
         return "-"
     if flavor == "postgresql":
-        lsn = position[1]
+        lsn = position[2]
         return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
     if len(position) >= 4:
         return f"binlog #{position[1]} pos {position[2]} row {position[3]}"

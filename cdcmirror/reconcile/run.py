@@ -31,6 +31,7 @@ from cdcmirror.reconcile.compare import (
     drifted_buckets,
     in_both,
 )
+from cdcmirror.source.model import SourceCatalog
 
 logger = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -171,11 +172,9 @@ class Reconciler:
                 check.snapshot_time = datetime.fromtimestamp(snap[1] / 1000, tz=UTC)
 
 
-def _shapes(config: Config, tables: list[MirrorTable]) -> dict[str, RowShape | str]:
+def table_shapes(catalog: SourceCatalog, tables: list[MirrorTable]) -> dict[str, RowShape | str]:
     """The deep-check shape of each table from the source catalog, or why there is none."""
-    from cdcmirror.source.discovery import discover
-
-    found = {s.qualified: s for s in discover(config).tables}
+    found = {s.qualified: s for s in catalog.tables}
     out: dict[str, RowShape | str] = {}
     for t in tables:
         source = found.get(t.source)
@@ -197,7 +196,8 @@ def reconcile(
     from cdcmirror.mirror.run import load_tables
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
-    from cdcmirror.spark.reconcile_side import MirrorReader
+    from cdcmirror.source.discovery import discover
+    from cdcmirror.spark.reconcile_side import MirrorTables
     from cdcmirror.spark.session import build_spark_session
 
     catalog = load_catalog(config)
@@ -205,10 +205,10 @@ def reconcile(
     engine = open_engine(config)
     try:
         source = SourceReader(engine, str(config.get("source", "dialect")))
-        shapes = _shapes(config, tables) if options.deep else {}
+        shapes = table_shapes(discover(config), tables) if options.deep else {}
         progress("starting Spark")
         spark = build_spark_session(config, "cdcmirror-reconcile")
-        run = Reconciler(config, tables, source, MirrorReader(spark), shapes, options, progress)
+        run = Reconciler(config, tables, source, MirrorTables(spark), shapes, options, progress)
         for t in tables:
             if t.identifier in shapes and isinstance(shapes[t.identifier], str):
                 run.checks[t.identifier].error = str(shapes[t.identifier])

@@ -65,3 +65,9 @@ class SourceReader:
             f"FROM {_table(d, qualified)}) x WHERE b IN ({', '.join(map(str, which))})"
         )
         return {str(r[1]): (tuple(str(v) for v in r[3:]), int(r[2])) for r in self._rows(sql)}
+
+    def present_keys(self, qualified: str, shape: RowShape, condition: str) -> set[str]:
+        """Key texts of the rows matching ``condition`` (a filter from repair.plan)."""
+        d = self.dialect
+        sql = f"SELECT {shape.key_text_sql(d)} FROM {_table(d, qualified)} WHERE {condition}"
+        return {str(r[0]) for r in self._rows(sql)}

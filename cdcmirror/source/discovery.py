@@ -38,6 +38,25 @@ def _server_facts(conn: Any, dialect: str) -> tuple[str, str, str, str]:
     return flavor, str(version), str(database), str(user)
 
 
+SIGNAL_TABLE = "cdcmirror_signal"
+
+
+def signal_table_name(config: Config, database: str) -> str:
+    """Debezium's signal table (``schema.table``; MySQL ``database.table``): the
+    ``source.signal_table`` setting, else ``cdcmirror_signal`` in ``public`` (PostgreSQL) or
+    in the URL's database (MySQL/MariaDB). It is never mirrored itself.
+
+    >>> from cdcmirror.config import load_config
+    >>> signal_table_name(load_config(environ={}), "shop")
+    'public.cdcmirror_signal'
+    """
+    configured = str(config.get("source", "signal_table"))
+    if configured:
+        return configured
+    schema = "public" if config.get("source", "dialect") == "postgresql" else database
+    return f"{schema}.{SIGNAL_TABLE}"
+
+
 def discover(config: Config) -> SourceCatalog:
     """Every table ``source.include`` selects, with columns, types and keys.
 
@@ -54,15 +73,19 @@ def discover(config: Config) -> SourceCatalog:
     if problems:
         raise ConfigError("; ".join(problems))
 
-    def wanted(name: str) -> bool:
-        return include.is_included(name, patterns)
-
     engine = open_engine(config)
+    signal = signal_table_name(config, engine.url.database or "")
+
+    def wanted(name: str) -> bool:
+        return name != signal and include.is_included(name, patterns)
+
     published: frozenset[str] | None = None
     try:
         with engine.connect() as conn:
             flavor, version, database, user = _server_facts(conn, dialect)
             inspector = inspect(conn)
+            signal_schema, _, signal_name = signal.partition(".")
+            has_signal = inspector.has_table(signal_name, schema=signal_schema)
             if dialect == "postgresql":
                 tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
                 published = postgresql.published_tables(conn)
@@ -121,4 +144,5 @@ def discover(config: Config) -> SourceCatalog:
         tables=tuple(kept),
         skipped=tuple(skipped),
         published=published,
+        signal_table=signal if has_signal else None,
     )

@@ -80,3 +80,4 @@ class SourceCatalog:
     tables: tuple[SourceTable, ...]
     skipped: tuple[str, ...] = field(default=())  # keyless tables left out by the setting
     published: frozenset[str] | None = None  # PostgreSQL: tables in the publication
+    signal_table: str | None = None  # Debezium's signal table, when it exists at the source

@@ -37,6 +37,7 @@ from cdcmirror.mirror.envelope import (
     envelope_ddl,
     q,
     source_length,
+    spark_name,
     wire_exprs,
 )
 from cdcmirror.mirror.evolution import Evolution, plan_evolution, row_fields, unknown_names
@@ -52,6 +53,8 @@ from cdcmirror.mirror.merge_sql import (
     truncate_sql,
 )
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
+from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.spark.maintenance import MaintainSettings
 
 logger = logging.getLogger("cdcmirror.mirror")
 
@@ -103,6 +106,8 @@ class ApplierOptions:
     fail_on_dead_letter: bool
     internal_namespace: str  # tombstones and the dead-letter table
     parallelism: int = 4
+    maintain_every: int = 0  # run `maintain` on the mirrored tables every N batches (0: off)
+    maintain_settings: MaintainSettings | None = None
 
 
 class CatalogHooks:
@@ -115,10 +120,6 @@ class CatalogHooks:
     ) -> None:
         self.reload = reload
         self.evolve = evolve
-
-
-def spark_name(identifier: str) -> str:
-    return ".".join(q(p) for p in identifier.split("."))
 
 
 class Applier:
@@ -171,9 +172,28 @@ class Applier:
             for s in stats:
                 log = logger.error if s.stopped else logger.info
                 log("mirror batch %s", s.line(batch_id))
+            every = self.options.maintain_every
+            if every and batch_id > 0 and batch_id % every == 0:
+                self._maintain()
             logger.debug("batch %d took %.2fs", batch_id, time.monotonic() - started)
         finally:
             df.unpersist()
+
+    def _maintain(self) -> None:
+        """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
+        from cdcmirror.spark.maintenance import maintain_table
+
+        settings = self.options.maintain_settings or MaintainSettings()
+        for table in list(self.tables.values()):
+            done = maintain_table(self.spark, table.identifier, settings, logger.debug)
+            logger.info(
+                "maintained %s: %d -> %d data files, %d -> %d delete files",
+                table.identifier,
+                done.before.data_files,
+                done.after.data_files,
+                done.before.delete_files,
+                done.after.delete_files,
+            )
 
     def _summary(self, df: Any) -> dict[str, dict[str, Any]]:
         rows = (
@@ -418,8 +438,11 @@ class Applier:
         java_props = jvm.java.util.HashMap()
         for k, v in props.items():
             java_props.put(k, v)
-        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
-            java_props, _JavaCallable(fn), jvm.java.lang.RuntimeException().getClass()
+        retry_on_conflict(  # e.g. `cdcmirror maintain` rewrote files this MERGE deletes from
+            lambda: jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+                java_props, _JavaCallable(fn), jvm.java.lang.RuntimeException().getClass()
+            ),
+            "mirror commit",
         )
         if injected == "after-commit":
             logger.error("CDCMIRROR_FAULT=after-commit: exiting after the MERGE commit")

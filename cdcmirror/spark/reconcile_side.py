@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
-from cdcmirror.spark.applier import spark_name
 
 LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
 
 
-class MirrorReader:
+class MirrorTables:
     def __init__(self, spark: Any) -> None:
         self.spark = spark
 
@@ -53,3 +53,26 @@ class MirrorReader:
             f"WHERE b IN ({', '.join(map(str, which))})"
         ).collect()
         return {str(r[1]): (tuple(str(v) for v in r[3:]), int(r[2])) for r in rows}
+
+    def positions(self, identifier: str, shape: RowShape, condition: str) -> dict[str, list[int]]:
+        """Key text -> stored ``_cdc_position`` of the live rows matching ``condition``."""
+        rows = self.spark.sql(
+            f"SELECT {shape.key_text_sql('spark')} AS k, _cdc_position AS pos "
+            f"FROM {self._fresh(identifier)} WHERE {LIVE} AND ({condition})"
+        ).collect()
+        return {str(r.k): [int(x) for x in r.pos or []] for r in rows}
+
+    def delete_unchanged(
+        self, identifier: str, shape: RowShape, rows: dict[str, list[int]]
+    ) -> None:
+        """Delete the rows of these keys, each only while it still has the position read
+        before (a change the mirror applied in between wins)."""
+        if not rows:
+            return
+        key = shape.key_text_sql("spark")
+        cases = " OR ".join(
+            f"({key} = '{k.replace(chr(39), chr(39) * 2)}' AND _cdc_position = "
+            f"array({', '.join(f'{p}L' for p in pos)}))"
+            for k, pos in rows.items()
+        )
+        self.spark.sql(f"DELETE FROM {self._fresh(identifier)} WHERE {cases}")

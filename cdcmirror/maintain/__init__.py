@@ -1,0 +1,1 @@
+"""`cdcmirror maintain`: compaction and snapshot expiry of the mirrored tables."""

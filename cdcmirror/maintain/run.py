@@ -1,0 +1,49 @@
+"""``cdcmirror maintain``: which tables, with which settings; the work is in
+``spark/maintenance.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cdcmirror.config import Config
+from cdcmirror.spark.maintenance import MaintainSettings, TableMaintenance
+
+
+def settings_of(config: Config) -> MaintainSettings:
+    return MaintainSettings(
+        target_file_size_mb=int(config.get("maintain", "target_file_size_mb")),
+        min_input_files=int(config.get("maintain", "min_input_files")),
+        snapshot_retention_hours=float(config.get("maintain", "snapshot_retention_hours")),
+        retain_last=int(config.get("maintain", "retain_last")),
+        orphan_age_hours=float(config.get("maintain", "orphan_age_hours")),
+    )
+
+
+def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> list[str]:
+    """The mirrored tables (or the named ones) and, for a full run, the mirror's own tables
+    (hard-delete tombstones, dead letters), which grow by small commits too."""
+    from cdcmirror.catalog.mirrored import list_tables
+    from cdcmirror.mirror.run import internal_namespace, load_tables
+
+    names = [t.identifier for t in load_tables(config, catalog, only)]
+    if not only:
+        names += [t.identifier for t in list_tables(catalog, internal_namespace(config))]
+    return names
+
+
+def maintain(
+    config: Config, only: list[str] | None, progress: Callable[[str], None]
+) -> list[TableMaintenance]:
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.spark.maintenance import maintain_table
+    from cdcmirror.spark.session import build_spark_session
+
+    names = tables_to_maintain(config, load_catalog(config), only)
+    spark = build_spark_session(config, "cdcmirror-maintain")
+    settings = settings_of(config)
+    results = []
+    for i, name in enumerate(names, 1):
+        progress(f"[{i}/{len(names)}] {name}")
+        results.append(maintain_table(spark, name, settings, progress))
+    return results

@@ -1,0 +1,1 @@
+"""`cdcmirror repair`: heal a drifted table without a full reload."""

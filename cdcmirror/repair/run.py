@@ -1,0 +1,139 @@
+"""``cdcmirror repair``: heal a drifted table without a full reload.
+
+Rows to re-read (changed or missing in the mirror) are re-read by Debezium's incremental
+snapshot, requested through the source's signal table and filtered to the drifted keys
+when a reconcile report names them; the mirror job applies them through its normal path
+and position guard (incremental snapshot reads carry the log position at which they were
+read, so they replace older rows and lose to newer changes). Rows only in the mirror are
+not something a snapshot can remove: repair checks that the source still lacks each such
+key, then deletes the mirror row only if it still has the position read before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ConfigError, ConnectorError
+from cdcmirror.reconcile.canonical import NULL_MARK, SEPARATOR, RowShape
+from cdcmirror.repair.plan import (
+    SIGNAL_TYPE,
+    RepairKeys,
+    key_filter,
+    keys_from_report,
+    snapshot_signal,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RepairResult:
+    table: str
+    signal_id: str | None
+    reread: int | None  # keys re-read; None = the whole table
+    removed: int
+    kept: int  # extra keys the source has again (re-read instead)
+
+
+def _load_keys(path: Path, identifier: str) -> RepairKeys:
+    try:
+        report = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the reconcile report {path}: {exc}") from None
+    return keys_from_report(report, identifier, str(path))
+
+
+def repair(
+    config: Config, table: str, keys_from: Path | None, progress: Callable[[str], None]
+) -> RepairResult:
+    from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.mirror.run import load_tables
+    from cdcmirror.reconcile.run import table_shapes
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.counts import SourceReader
+    from cdcmirror.source.discovery import discover, signal_table_name
+    from cdcmirror.source.signal import insert_signal
+
+    dialect = str(config.get("source", "dialect"))
+    t = load_tables(config, load_catalog(config), [table])[0]
+    source_catalog = discover(config)
+    signal = source_catalog.signal_table
+    if not signal:
+        wanted = signal_table_name(config, source_catalog.database)
+        raise ConfigError(
+            f"the source has no Debezium signal table {wanted}; create it with "
+            f"sql/{dialect}/signal_table.sql (or set source.signal_table), then run "
+            "`cdcmirror bootstrap` so the connector reads it"
+        )
+    name = connector_name(str(config.get("source", "name")))
+    try:
+        running = ConnectClient(str(config.get("connect", "url"))).config(name)
+    except ConnectorError:
+        raise ConfigError(
+            f"connector {name} is not registered; run `cdcmirror bootstrap` first"
+        ) from None
+    if running.get("signal.data.collection") != signal:
+        raise ConfigError(
+            f"connector {name} does not read the signal table {signal}; run "
+            "`cdcmirror bootstrap` to update it"
+        )
+    shape = table_shapes(source_catalog, [t])[t.identifier]
+    if not isinstance(shape, RowShape):
+        raise ConfigError(f"{t.identifier}: {shape}")
+    keys = _load_keys(keys_from, t.identifier) if keys_from else None
+    engine = open_engine(config)
+    try:
+        removed = kept = 0
+        if keys is not None and keys.extra:
+            progress(f"{t.identifier}: checking {len(keys.extra)} key(s) found only in the mirror")
+            back = SourceReader(engine, dialect).present_keys(
+                t.source, shape, key_filter(dialect, shape, keys.extra)
+            )
+            still_extra = [k for k in keys.extra if _text(shape, k) not in back]
+            kept = len(keys.extra) - len(still_extra)
+            keys.reread += [k for k in keys.extra if _text(shape, k) in back]
+            removed = _remove(config, t.identifier, shape, still_extra)
+        signal_id = None
+        if keys is None or keys.reread:
+            condition = key_filter(dialect, shape, keys.reread) if keys else None
+            signal_id = str(uuid.uuid4())
+            insert_signal(
+                engine,
+                dialect,
+                signal,
+                signal_id,
+                SIGNAL_TYPE,
+                snapshot_signal(t.source, condition),
+            )
+            what = f"{len(keys.reread)} key(s) of" if keys else "every row of"
+            progress(f"asked Debezium to re-read {what} {t.source} (signal {signal_id})")
+    finally:
+        engine.dispose()
+    return RepairResult(t.identifier, signal_id, len(keys.reread) if keys else None, removed, kept)
+
+
+def _text(shape: RowShape, key: dict[str, str]) -> str:
+    """The canonical key text of a report key (columns joined like the SQL does)."""
+    columns = shape.key or shape.columns
+    return chr(SEPARATOR).join(key.get(c.name, chr(NULL_MARK)) for c in columns)
+
+
+def _remove(config: Config, identifier: str, shape: RowShape, keys: list[dict[str, str]]) -> int:
+    """Delete the mirror rows of keys the source does not have (compare-and-delete)."""
+    if not keys:
+        return 0
+    from cdcmirror.spark.reconcile_side import MirrorTables
+    from cdcmirror.spark.session import build_spark_session
+
+    mirror = MirrorTables(build_spark_session(config, "cdcmirror-repair"))
+    rows = mirror.positions(identifier, shape, key_filter("spark", shape, keys))
+    mirror.delete_unchanged(identifier, shape, rows)
+    return len(rows)

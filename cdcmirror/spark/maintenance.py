@@ -1,0 +1,132 @@
+"""`cdcmirror maintain` on Spark: compact small data files and position delete files,
+expire old snapshots, remove orphan files, with Iceberg's own procedures. Every step is
+retried after a commit conflict with the mirror (Iceberg validates each commit, so a
+conflict changes nothing and a retry starts from the new state)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cdcmirror.catalog_properties import CATALOG_NAME
+from cdcmirror.mirror.envelope import spark_name
+from cdcmirror.spark.conflicts import retry_on_conflict
+
+logger = logging.getLogger(__name__)
+MIN_ORPHAN_AGE_HOURS = 24  # Iceberg's procedure refuses less: files of running commits
+
+
+@dataclass(frozen=True)
+class MaintainSettings:
+    target_file_size_mb: int = 128
+    min_input_files: int = 2
+    snapshot_retention_hours: float = 24.0
+    retain_last: int = 5
+    orphan_age_hours: float = 72.0
+
+
+@dataclass
+class FileCounts:
+    data_files: int = 0
+    data_bytes: int = 0
+    delete_files: int = 0
+    delete_bytes: int = 0
+    snapshots: int = 0
+
+    @property
+    def files(self) -> int:
+        return self.data_files + self.delete_files
+
+
+@dataclass
+class TableMaintenance:
+    table: str
+    before: FileCounts
+    after: FileCounts
+    rewritten_data_files: int = 0
+    rewritten_delete_files: int = 0
+    expired_snapshots: int = 0
+    orphans_removed: int = 0
+
+
+def file_counts(spark: Any, identifier: str) -> FileCounts:
+    name = f"{CATALOG_NAME}.{spark_name(identifier)}"  # metadata tables need the catalog
+    spark.sql(f"REFRESH TABLE {name}")
+    out = FileCounts()
+    for r in spark.sql(
+        f"SELECT content, count(*) AS n, coalesce(sum(file_size_in_bytes), 0) AS b "
+        f"FROM {name}.files GROUP BY content"
+    ).collect():
+        if r.content == 0:
+            out.data_files, out.data_bytes = int(r.n), int(r.b)
+        else:
+            out.delete_files += int(r.n)
+            out.delete_bytes += int(r.b)
+    out.snapshots = int(spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
+    return out
+
+
+def _ts(t: datetime) -> str:
+    return f"TIMESTAMP '{t.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+def maintain_table(
+    spark: Any,
+    identifier: str,
+    settings: MaintainSettings,
+    progress: Callable[[str], None],
+) -> TableMaintenance:
+    table = f"'{identifier}'"
+    call = f"CALL {CATALOG_NAME}.system"
+    before = file_counts(spark, identifier)
+    result = TableMaintenance(identifier, before, before)
+    target = settings.target_file_size_mb * 1024 * 1024
+
+    def rewrite_data() -> Any:
+        return spark.sql(
+            f"{call}.rewrite_data_files(table => {table}, options => map("
+            f"'min-input-files', '{settings.min_input_files}', "
+            "'delete-file-threshold', '1', "
+            f"'target-file-size-bytes', '{target}', "
+            "'partial-progress.enabled', 'true', "
+            "'remove-dangling-deletes', 'true'))"
+        ).first()
+
+    progress(
+        f"{identifier}: compacting {before.data_files} data and {before.delete_files} delete files"
+    )
+    row = retry_on_conflict(rewrite_data, f"{identifier}: rewrite_data_files")
+    result.rewritten_data_files = int(row.rewritten_data_files_count)
+
+    def rewrite_deletes() -> Any:
+        return spark.sql(
+            f"{call}.rewrite_position_delete_files(table => {table}, "
+            "options => map('rewrite-all', 'true'))"
+        ).first()
+
+    row = retry_on_conflict(rewrite_deletes, f"{identifier}: rewrite_position_delete_files")
+    result.rewritten_delete_files = int(row.rewritten_delete_files_count)
+
+    now = datetime.now(tz=UTC).replace(tzinfo=None)
+    expire_before = now - timedelta(hours=settings.snapshot_retention_hours)
+
+    def expire() -> Any:
+        return spark.sql(
+            f"{call}.expire_snapshots(table => {table}, older_than => {_ts(expire_before)}, "
+            f"retain_last => {max(1, settings.retain_last)})"
+        ).first()
+
+    row = retry_on_conflict(expire, f"{identifier}: expire_snapshots")
+    result.expired_snapshots = int(row.deleted_manifest_lists_count or 0)
+
+    orphan_age = max(MIN_ORPHAN_AGE_HOURS, settings.orphan_age_hours)
+    orphans = spark.sql(
+        f"{call}.remove_orphan_files(table => {table}, "
+        f"older_than => {_ts(now - timedelta(hours=orphan_age))})"
+    ).collect()
+    result.orphans_removed = len(orphans)
+    result.after = file_counts(spark, identifier)
+    return result
