@@ -444,12 +444,15 @@ def run_mirror_process(
     )
 
 
-def start_continuous_mirror(config: Path, trigger: str = "2 seconds") -> subprocess.Popen[str]:
+def start_continuous_mirror(
+    config: Path, trigger: str = "2 seconds", extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """The continuous ``cdcmirror mirror`` job in its own process; stderr is piped."""
     env = {
         **os.environ,
         "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
         "CDCMIRROR_MIRROR__TRIGGER": trigger,
+        **(extra_env or {}),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],

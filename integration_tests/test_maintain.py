@@ -99,3 +99,39 @@ def test_maintain_while_the_mirror_commits_loses_nothing(pg: Mirrored) -> None:
     assert job.returncode == 0, err[-3000:]
     assert sum(r["rewritten_data_files"] for r in runs) > 0, runs
     pg.assert_same()
+
+
+def test_the_mirror_job_maintains_its_tables_every_n_batches(pg: Mirrored) -> None:
+    """maintain.every_batches: the job compacts between batches (a 'replace' snapshot)."""
+    before = pg.spark.sql(
+        f"SELECT count(*) FROM {pg.identifier}.snapshots WHERE operation = 'replace'"
+    ).first()[0]
+    job = start_continuous_mirror(
+        pg.config_path,
+        "1 second",
+        {"CDCMIRROR_MAINTAIN__EVERY_BATCHES": "2", "CDCMIRROR_LOG_LEVEL": "INFO"},
+    )
+    err = ""
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            pg.workload.run(50)
+            assert job.poll() is None, job.stderr.read()[-3000:] if job.stderr else ""
+            pg.spark.sql(f"REFRESH TABLE {pg.identifier}")
+            replaced = pg.spark.sql(
+                f"SELECT count(*) FROM {pg.identifier}.snapshots WHERE operation = 'replace'"
+            ).first()[0]
+            if replaced > before:
+                break
+            assert time.monotonic() < deadline, "the job did not maintain the table in 300 s"
+            time.sleep(3)
+        code, report = rc.reconcile(pg, "--settle", "180")
+        assert code == 0, report
+        job.send_signal(signal.SIGTERM)
+        _, err = job.communicate(timeout=180)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, err[-3000:]
+    assert "maintained " in err
+    pg.assert_same()
