@@ -7,10 +7,13 @@ import datetime as dt
 import decimal
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -444,20 +447,61 @@ def run_mirror_process(
     )
 
 
-def start_continuous_mirror(
+class MirrorJob:
+    """The continuous ``cdcmirror mirror`` job in its own process. Its stderr goes to a file
+    (a pipe nobody reads would fill up and block the job); ``output`` holds it once the job
+    has ended."""
+
+    def __init__(self, config: Path, trigger: str, extra_env: dict[str, str] | None) -> None:
+        env = {
+            **os.environ,
+            "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
+            "CDCMIRROR_MIRROR__TRIGGER": trigger,
+            **(extra_env or {}),
+        }
+        fd, name = tempfile.mkstemp(prefix="cdcmirror-job-", suffix=".log")
+        self.log = Path(name)
+        self.output = ""
+        with os.fdopen(fd, "w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+
+    def assert_alive(self) -> None:
+        if self.proc.poll() is not None:
+            self._finish()
+            raise AssertionError(f"the mirror job ended early: {self.output[-3000:]}")
+
+    def _finish(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.log.exists():
+            self.output = self.log.read_text(errors="replace")
+            self.log.unlink()
+
+    def stop(self, timeout: float = 180) -> None:
+        """SIGTERM: the job finishes its batch and must exit 0."""
+        self.proc.send_signal(signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=timeout)
+        self._finish()
+        assert self.proc.returncode == 0, self.output[-3000:]
+
+
+@contextmanager
+def continuous_mirror(
     config: Path, trigger: str = "2 seconds", extra_env: dict[str, str] | None = None
-) -> subprocess.Popen[str]:
-    """The continuous ``cdcmirror mirror`` job in its own process; stderr is piped."""
-    env = {
-        **os.environ,
-        "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
-        "CDCMIRROR_MIRROR__TRIGGER": trigger,
-        **(extra_env or {}),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+) -> Iterator[MirrorJob]:
+    """The continuous job for the ``with`` block: stopped by SIGTERM at the end (exit 0
+    asserted), killed when the block fails."""
+    job = MirrorJob(config, trigger, extra_env)
+    try:
+        yield job
+    except BaseException:
+        job._finish()
+        raise
+    job.stop()

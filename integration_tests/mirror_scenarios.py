@@ -4,14 +4,13 @@ source row by row, all columns."""
 
 from __future__ import annotations
 
-import signal
 import time
 
 from confluent_kafka import Producer
 
 from cdcmirror.connect_client import ConnectClient
 from integration_tests import services
-from integration_tests.mirror_env import mirror_rows, run_mirror_process, start_continuous_mirror
+from integration_tests.mirror_env import continuous_mirror, mirror_rows, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored
 
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
@@ -90,18 +89,11 @@ def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
     m.workload.run(operations)
     settle()
     before = len(m.snapshot_ids())
-    job = start_continuous_mirror(m.config_path)
-    try:
+    with continuous_mirror(m.config_path) as job:
         deadline = time.monotonic() + 240
         while len(m.snapshot_ids()) == before:
-            assert job.poll() is None, job.stderr.read()[-3000:] if job.stderr else ""
+            job.assert_alive()
             assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
             time.sleep(2)
-        job.send_signal(signal.SIGTERM)
-        _, err = job.communicate(timeout=120)
-    finally:
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode == 0, err[-3000:]
-    assert "stopping after the current batch" in err
+    assert "stopping after the current batch" in job.output
     m.assert_same()
