@@ -4,10 +4,12 @@ Creates a table of N rows (10 columns of mixed types), bootstraps it (the connec
 the N rows), runs `cdcmirror mirror --available-now` with max_events_per_batch = N, then
 updates every row and mirrors again: the first batch is N inserts into an empty table, the
 second N updates MERGEd into a table of N rows. Prints events/s of each batch and the time
-of each phase of the applier (decode + dedupe + classify, MERGE). Needs the provisioned
-PostgreSQL and the stack (`make provision stack-up`).
+of each phase of the applier (decode + dedupe + classify, MERGE). With several formats
+(``json``, ``json-schemaless``, ``avro``) it runs the same for each and prints the events/s
+of each relative to the first, measured in the same run. Needs the provisioned PostgreSQL
+and the stack (`make provision stack-up`).
 
-    .venv/bin/python benchmarks/mirror_batch.py [N]
+    .venv/bin/python benchmarks/mirror_batch.py [N] [FORMAT,...]   # default 100000 json
 """
 
 from __future__ import annotations
@@ -62,7 +64,21 @@ def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
     raise SystemExit(f"{topic}: fewer than {count} events after {timeout:.0f}s")
 
 
-def main(n: int) -> None:
+def main(n: int, formats: list[str]) -> None:
+    # one work directory (one embedded catalog) for the whole process: its Spark session
+    # keeps the catalog it opened first
+    with tempfile.TemporaryDirectory() as work:
+        rates = {fmt: run(n, fmt, Path(work)) for fmt in formats}
+    first = formats[0]
+    for fmt, (inserts, updates) in rates.items():
+        print(
+            f"{fmt}: {inserts:,.0f} inserts/s ({inserts / rates[first][0]:.2f}x {first}), "
+            f"{updates:,.0f} updates/s ({updates / rates[first][1]:.2f}x {first})"
+        )
+
+
+def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
+    """(events/s of the insert batch, of the update batch), from the applier's log lines."""
     schema = services.unique("benchm")
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -72,32 +88,48 @@ def main(n: int) -> None:
     env = {
         **services.schema_source_env(schema),
         "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(n),
+        "CDCMIRROR_KAFKA__FORMAT": kafka_format,
+        "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
     }
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
     handler = BatchLines()
     logging.getLogger("cdcmirror.mirror").addHandler(handler)
     logging.getLogger("cdcmirror.mirror").setLevel(logging.INFO)
     topic = f"{schema}.{schema}.items"
+    rates: list[float] = []
     try:
-        with tempfile.TemporaryDirectory() as work:
-            config = load_config(environ=env, cwd=Path(work))
-            bootstrap(config)
-            wait_for_events(topic, n)
-            for label in ("inserts into an empty table", "updates of every row"):
-                handler.lines.clear()
-                start = time.monotonic()
-                mirror(config, available_now=True)
-                total = time.monotonic() - start
-                for line in handler.lines:
-                    print(f"{label}: {line}")
-                print(f"{label}: {n} events, mirror run {total:.1f}s (JVM warm after the first)")
-                if label.startswith("inserts"):
-                    with services.pg_connect() as conn:
-                        conn.execute(f"UPDATE {schema}.items SET a = a + 1, c = md5(c)")
-                    wait_for_events(topic, 2 * n + 1)  # the updates (+ the snapshot)
+        config = load_config(environ=env, cwd=work)
+        bootstrap(config)
+        wait_for_events(topic, n)
+        for label in ("inserts into an empty table", "updates of every row"):
+            handler.lines.clear()
+            start = time.monotonic()
+            mirror(config, available_now=True)
+            total = time.monotonic() - start
+            for line in handler.lines:
+                print(f"{kafka_format} {label}: {line}")
+            seconds = sum(  # whole batches: Avro decoding happens before the table work
+                float(line.split(" done in ", 1)[1].split("s", 1)[0])
+                for line in handler.lines
+                if " done in " in line
+            )
+            rates.append(n / seconds)
+            print(
+                f"{kafka_format} {label}: {n} events, applier {seconds:.1f}s = "
+                f"{n / seconds:,.0f} events/s; mirror run {total:.1f}s"
+            )
+            if label.startswith("inserts"):
+                with services.pg_connect() as conn:
+                    conn.execute(f"UPDATE {schema}.items SET a = a + 1, c = md5(c)")
+                wait_for_events(topic, 2 * n + 1)  # the updates (+ the snapshot)
     finally:
+        logging.getLogger("cdcmirror.mirror").removeHandler(handler)
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
+    return rates[0], rates[1]
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+        sys.argv[2].split(",") if len(sys.argv) > 2 else ["json"],
+    )

@@ -138,7 +138,8 @@ def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
 @click.pass_context
 @handle_errors
 def check(ctx: click.Context) -> None:
-    """Check that the configured Kafka and Kafka Connect answer (exit 2 when one does not)."""
+    """Check that the configured Kafka, Kafka Connect (and, for Avro, the schema registry)
+    answer; exit 2 when one does not."""
     from cdcmirror.config import load_config
     from cdcmirror.exceptions import ServiceUnavailableError
     from cdcmirror.stack import health
@@ -160,6 +161,10 @@ def check(ctx: click.Context) -> None:
         )
     debezium = sorted(p for p in plugins if p.startswith("io.debezium."))
     click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
+    if config.get("kafka", "format") == "avro":
+        from cdcmirror.bootstrap.run import require_registry
+
+        click.echo(f"registry ok  {require_registry(config)}")
 
 
 PROGRESS_BAR_MIN_TABLES = 20

@@ -34,7 +34,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "tinyint1_as_boolean": "bool",
         "signal_table": "str",
     },
-    "kafka": {"bootstrap_servers": "str", "format": "str"},
+    "kafka": {"bootstrap_servers": "str", "format": "str", "schema_registry_url": "str"},
     "connect": {"url": "str", "secrets": "str"},
     "iceberg": {
         "namespace": "str",
@@ -75,7 +75,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "tinyint1_as_boolean": True,
         "signal_table": "",
     },
-    "kafka": {"bootstrap_servers": "127.0.0.1:9092", "format": "json"},
+    "kafka": {
+        "bootstrap_servers": "127.0.0.1:9092",
+        "format": "json",
+        # Confluent-compatible API of the schema registry (Avro): the one `cdcmirror stack` runs
+        "schema_registry_url": "http://127.0.0.1:8081/apis/ccompat/v7",
+    },
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
     "iceberg": {
         "namespace": "shop_mirror",
@@ -109,7 +114,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("connect", "secrets"): ("file", "env"),
     ("mirror", "deletes"): ("hard", "soft"),
     ("mirror", "dead_letter"): ("table", "fail"),
-    ("kafka", "format"): ("json", "json-schemaless"),
+    ("kafka", "format"): ("json", "json-schemaless", "avro"),
     ("source", "keyless_tables"): ("append", "skip"),
     ("source", "unknown_types"): ("error", "string"),
 }

@@ -3,6 +3,16 @@
 ARG KAFKA_VERSION=4.1.1
 FROM maven:3.9-eclipse-temurin-17 AS plugins
 ARG DEBEZIUM_VERSION=3.5.0.Final
+ARG APICURIO_VERSION=2.6.13.Final
+# Apicurio's Avro converter (kafka.format = "avro") with its dependencies, minus what the
+# worker has, plus the ServiceLoader entry the worker discovers it by
+RUN printf '<project><modelVersion>4.0.0</modelVersion><groupId>c</groupId><artifactId>c</artifactId><version>0</version><dependencies><dependency><groupId>io.apicurio</groupId><artifactId>apicurio-registry-utils-converter</artifactId><version>%s</version></dependency></dependencies></project>' "${APICURIO_VERSION}" > /tmp/pom.xml && \
+    mvn -B -q -f /tmp/pom.xml org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+      -DoutputDirectory=/plugins/apicurio-converter -DincludeScope=runtime \
+      -DexcludeArtifactIds=connect-api,connect-json,kafka-clients,slf4j-api,lz4-java,snappy-java,zstd-jni && \
+    mkdir -p /tmp/svc/META-INF/services && \
+    echo io.apicurio.registry.utils.converter.AvroConverter > /tmp/svc/META-INF/services/org.apache.kafka.connect.storage.Converter && \
+    jar cf /plugins/apicurio-converter/cdcmirror-service-entries.jar -C /tmp/svc .
 RUN for c in postgres mysql mariadb; do \
       mkdir -p /plugins/debezium-$c && \
       mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \

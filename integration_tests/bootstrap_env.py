@@ -29,9 +29,14 @@ def write_config(
     return path
 
 
-def run_cli(config: Path, *args: str, password: str = services.CDC_PASSWORD) -> Result:
-    env = {"CDCMIRROR_SOURCE__PASSWORD": password}
-    return CliRunner().invoke(cli, ["--config", str(config), *args], env=env)
+def run_cli(
+    config: Path,
+    *args: str,
+    password: str = services.CDC_PASSWORD,
+    env: dict[str, str] | None = None,
+) -> Result:
+    environ = {"CDCMIRROR_SOURCE__PASSWORD": password, **(env or {})}
+    return CliRunner().invoke(cli, ["--config", str(config), *args], env=environ)
 
 
 def field_carrier(field: dict[str, Any]) -> str:

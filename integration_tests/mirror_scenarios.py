@@ -66,21 +66,98 @@ def crash_mid_merge_then_restart(m: Mirrored, operations: int) -> None:
     m.assert_same()
 
 
-def poison_goes_to_dead_letter(m: Mirrored) -> None:
+def poison_then_mirror(m: Mirrored, poison: list[tuple[bytes, bytes]]) -> dict[bytes, str]:
+    """Produce (key, value) poison into the table's topic among real changes, mirror; the
+    dead-letter table's value -> error for the topic."""
     producer = Producer({"bootstrap.servers": services.KAFKA})
-    producer.produce(m.topic, key=b'{"id": 1}', value=b"\x00not json at all")
-    producer.produce(m.topic, key=b"x", value=b'{"payload": {"op": "c", "after": {"id": "abc"}}}')
+    for key, value in poison:
+        producer.produce(m.topic, key=key, value=value)
     producer.flush(10)
     m.workload.run(50)
     settle()
     m.mirror()
-    rows = m.spark.sql(
-        f"SELECT offset, error, value FROM {m.dead_letter} WHERE topic = '{m.topic}'"
-    ).collect()
-    values = {bytes(r.value) for r in rows}
-    assert b"\x00not json at all" in values, rows
-    assert b'{"payload": {"op": "c", "after": {"id": "abc"}}}' in values, rows
-    assert all(r.error for r in rows)
+    rows = m.spark.sql(f"SELECT error, value FROM {m.dead_letter} WHERE topic = '{m.topic}'")
+    return {bytes(r.value): r.error for r in rows.collect()}
+
+
+def poison_goes_to_dead_letter(m: Mirrored) -> None:
+    poison = [
+        (b'{"id": 1}', b"\x00not json at all"),
+        (b"x", b'{"payload": {"op": "c", "after": {"id": "abc"}}}'),
+    ]
+    errors = poison_then_mirror(m, poison)
+    for _, value in poison:
+        assert errors.get(value), (value, errors)
+    m.assert_same()
+
+
+def newest_value(topic: str) -> bytes:
+    """The last event value in the topic's partition 0 (a real Debezium event)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": services.KAFKA,
+            "group.id": services.unique("peek"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        for back in range(1, 20):
+            consumer.assign([TopicPartition(topic, 0, max(low, high - back))])
+            message = consumer.poll(10)
+            if message is not None and message.value():
+                return bytes(message.value())
+        raise AssertionError(f"no event found at the end of {topic}")
+    finally:
+        consumer.close()
+
+
+def avro_poison_goes_to_dead_letter(m: Mirrored) -> None:
+    """Values that are not Avro, name a schema id the registry lacks, or are cut short: each
+    lands in the dead-letter table with its bytes and the reason; the rest applies."""
+    real = newest_value(m.topic)
+    assert real[0] == 0, "the connector does not write the Confluent wire format"
+    poison = {
+        b'{"payload": {"op": "c"}}': "not Avro in the Confluent wire format",
+        b"\x00\x7f\xff\xff\xf0" + real[5:]: "schema id 2147483632 is not in the schema registry",
+        real[: len(real) // 2]: "does not match schema id",
+    }
+    key = b"\x00\x00\x00\x00\x01\x02"
+    errors = poison_then_mirror(m, [(key, value) for value in poison])
+    for value, reason in poison.items():
+        assert value in errors, (reason, errors)
+        assert reason in errors[value], (reason, errors[value])
+    m.assert_same()
+
+
+def dead_letter_fail_stops_naming_the_offset(m: Mirrored) -> None:
+    """``mirror.dead_letter = "fail"``: the job stops at the bad event (exit 2, the table and
+    the offset named) and commits nothing; in table mode the same event is dead-lettered."""
+    from integration_tests.bootstrap_env import run_cli
+
+    poison = b"\x00poison for fail mode"
+    producer = Producer({"bootstrap.servers": services.KAFKA})
+    producer.produce(m.topic, key=b"k", value=poison)
+    producer.flush(10)
+    before = m.snapshot_ids()
+    result = run_cli(
+        m.config_path, "mirror", "--available-now", env={"CDCMIRROR_MIRROR__DEAD_LETTER": "fail"}
+    )
+    assert result.exit_code == 2, result.output
+    assert m.identifier in result.output and "offset" in result.output, result.output
+    assert 'mirror.dead_letter = "fail"' in result.output and "Traceback" not in result.output
+    assert m.snapshot_ids() == before
+    m.mirror()
+    values = {
+        bytes(r.value)
+        for r in m.spark.sql(
+            f"SELECT value FROM {m.dead_letter} WHERE topic = '{m.topic}'"
+        ).collect()
+    }
+    assert poison in values
     m.assert_same()
 
 

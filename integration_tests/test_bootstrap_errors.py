@@ -206,3 +206,19 @@ def test_table_missing_from_the_publication(tmp_path: Path, stack: Stack, postgr
     finally:
         with services.pg_connect() as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_avro_without_a_reachable_registry(tmp_path: Path, stack: Stack, pg_schema: str) -> None:
+    name = services.unique("bad")
+    bad = "http://127.0.0.1:9/apis/ccompat/v7"
+    config = write_config(
+        tmp_path,
+        source={"name": name, "url": PG_URL, "include": [f"{pg_schema}.*"]},
+        kafka={"format": "avro", "schema_registry_url": bad},
+    )
+    result = run_cli(config, "bootstrap")
+    assert result.exit_code == 2, result.output
+    assert f"the schema registry at {bad} does not answer" in result.output
+    _assert_nothing_created(tmp_path, name)
+    check = run_cli(config, "check")
+    assert check.exit_code == 2 and bad in check.output, check.output

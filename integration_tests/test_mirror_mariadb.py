@@ -19,7 +19,7 @@ SEED = 1121
 
 
 def maria_mirrored(
-    world: SparkWorld, snapshot_ops: int, signal: bool = False
+    world: SparkWorld, snapshot_ops: int, signal: bool = False, kafka_format: str = "json"
 ) -> Iterator[Mirrored]:
     database = services.unique("mir_maria")
     admin = services.maria_connect()
@@ -33,7 +33,14 @@ def maria_mirrored(
     source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
     workload = Workload(source, SEED)
     workload.run(snapshot_ops)
-    config = make_config(world.config.base_dir, database, "mysql", f"{database}.*", database)
+    config = make_config(
+        world.config.base_dir,
+        database,
+        "mysql",
+        f"{database}.*",
+        database,
+        kafka_format=kafka_format,
+    )
     bootstrap(config)
     try:
         yield Mirrored(database, source, config, world.spark, workload, [])
@@ -54,6 +61,10 @@ def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:
 
 
 def test_add_column_mid_stream(maria: Mirrored) -> None:
+    add_column_mid_stream(maria)
+
+
+def add_column_mid_stream(maria: Mirrored) -> None:
     maria.workload.run(100)
     conn = services.maria_connect()
     with conn.cursor() as cur:
@@ -76,6 +87,10 @@ def test_crash_mid_merge(maria: Mirrored) -> None:
 
 
 def test_connector_replay_from_older_offsets_changes_nothing(maria: Mirrored) -> None:
+    replay_from_older_offsets(maria)
+
+
+def replay_from_older_offsets(maria: Mirrored) -> None:
     client = ConnectClient(services.CONNECT)
     name = f"cdcmirror-{maria.name}"
     older = client.offsets(name)  # where the connector is now ...
@@ -90,3 +105,28 @@ def test_connector_replay_from_older_offsets_changes_nothing(maria: Mirrored) ->
 
 def test_poison_message_goes_to_dead_letter(maria: Mirrored) -> None:
     sc.poison_goes_to_dead_letter(maria)
+
+
+@pytest.fixture(scope="module")
+def maria_schemaless(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from maria_mirrored(spark_world, 1000, kafka_format="json-schemaless")
+
+
+def test_json_without_schemas_same_workload(maria_schemaless: Mirrored) -> None:
+    sc.workload_then_same(maria_schemaless, 4000)
+    sc.poison_goes_to_dead_letter(maria_schemaless)
+
+
+@pytest.fixture(scope="module")
+def maria_avro(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from maria_mirrored(spark_world, 1000, kafka_format="avro")
+
+
+def test_avro_same_workload(maria_avro: Mirrored) -> None:
+    """Avro in the Confluent wire format through the stack's Apicurio Registry: the same
+    workload, a new column (a new schema id), a replay, poison values."""
+    sc.workload_then_same(maria_avro, 4000)
+    assert sc.newest_value(maria_avro.topic)[0] == 0  # magic byte: the Confluent wire format
+    add_column_mid_stream(maria_avro)
+    replay_from_older_offsets(maria_avro)
+    sc.avro_poison_goes_to_dead_letter(maria_avro)

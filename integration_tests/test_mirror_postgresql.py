@@ -10,6 +10,7 @@ import pytest
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
+from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
 from integration_tests.mirror_env import Source, Workload, create_table_sql
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
@@ -65,6 +66,10 @@ def test_random_workload_snapshot_and_stream(pg: Mirrored) -> None:
 
 
 def test_unchanged_toast_values_are_kept(pg: Mirrored) -> None:
+    toast_values_kept(pg)
+
+
+def toast_values_kept(pg: Mirrored) -> None:
     with services.pg_connect() as conn:
         # md5 text is not compressible enough to stay inline: stored out of line (TOAST)
         conn.execute(
@@ -96,6 +101,10 @@ def test_key_change_keeps_unchanged_toast_values(pg: Mirrored) -> None:
     """A key change is delete + create, and the create has placeholders for the unchanged
     TOASTed values: they come from the old key's stored row, or from its earlier events in
     the same batch."""
+    key_change_keeps_toast_values(pg)
+
+
+def key_change_keeps_toast_values(pg: Mirrored) -> None:
     with services.pg_connect() as conn:
         rows = conn.execute(
             f"SELECT id FROM {pg.source.table} WHERE length(note) > 10000 ORDER BY id LIMIT 6"
@@ -117,6 +126,10 @@ def test_key_change_keeps_unchanged_toast_values(pg: Mirrored) -> None:
 
 
 def test_add_column_mid_stream(pg: Mirrored) -> None:
+    add_column_mid_stream(pg)
+
+
+def add_column_mid_stream(pg: Mirrored) -> None:
     pg.workload.run(100)
     with services.pg_connect() as conn:
         conn.execute(f"ALTER TABLE {pg.source.table} ADD COLUMN extra numeric(10,2)")
@@ -170,3 +183,43 @@ def pg_schemaless(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iter
 def test_json_without_schemas_same_workload(pg_schemaless: Mirrored) -> None:
     sc.workload_then_same(pg_schemaless, 4000)
     sc.poison_goes_to_dead_letter(pg_schemaless)
+
+
+def test_dead_letter_fail_mode_stops_at_the_event(pg_schemaless: Mirrored) -> None:
+    sc.dead_letter_fail_stops_naming_the_offset(pg_schemaless)
+
+
+@pytest.fixture(scope="module")
+def pg_avro(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from mirrored(spark_world, "avro", 1000)
+
+
+def test_avro_same_workload(pg_avro: Mirrored) -> None:
+    """Avro in the Confluent wire format through the stack's Apicurio Registry: the same
+    workload, TOAST, a new column (a new schema id) and poison values."""
+    sc.workload_then_same(pg_avro, 4000)
+    assert sc.newest_value(pg_avro.topic)[0] == 0  # magic byte: the Confluent wire format
+    toast_values_kept(pg_avro)
+    key_change_keeps_toast_values(pg_avro)  # the old key's header is the same with Avro
+    add_column_mid_stream(pg_avro)
+    sc.avro_poison_goes_to_dead_letter(pg_avro)
+
+
+def test_avro_registry_unreachable_stops_with_its_address(pg_avro: Mirrored) -> None:
+    pg_avro.workload.run(30)
+    sc.settle()
+    before = pg_avro.snapshot_ids()
+    bad = "http://127.0.0.1:9/apis/ccompat/v7"
+    result = run_cli(
+        pg_avro.config_path,
+        "mirror",
+        "--available-now",
+        env={"CDCMIRROR_KAFKA__SCHEMA_REGISTRY_URL": bad},
+    )
+    assert result.exit_code == 2, result.output
+    assert "the schema registry at http://127.0.0.1:9/apis/ccompat/v7 is not reachable" in (
+        result.output
+    )
+    assert pg_avro.snapshot_ids() == before  # nothing applied, nothing skipped:
+    pg_avro.mirror()  # the same events apply once the registry is back
+    pg_avro.assert_same()

@@ -16,7 +16,7 @@ from cdcmirror.jvm.manifest import ArtifactGroup, Coordinate
 from cdcmirror.jvm.resolve import resolve_group
 from cdcmirror.stack import processes
 from cdcmirror.stack.control import Stack
-from cdcmirror.stack.layout import KAFKA
+from cdcmirror.stack.layout import KAFKA, REGISTRY, REGISTRY_CCOMPAT_PATH
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -35,20 +35,48 @@ def test_up_is_idempotent(stack: Stack) -> None:
     assert after == {name: (pid, "healthy") for name, pid in before.items()}
 
 
-def test_up_recovers_after_kill_9_of_the_broker(stack: Stack) -> None:
-    old = stack.pid(KAFKA)
-    assert old is not None
-    os.kill(old, signal.SIGKILL)
+def kill_9(pid: int | None) -> int:
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
     for _ in range(100):
-        if not processes.alive(old):
+        if not processes.alive(pid):
             break
         time.sleep(0.1)
+    return pid
+
+
+def test_up_recovers_after_kill_9_of_the_broker(stack: Stack) -> None:
+    old = kill_9(stack.pid(KAFKA))
     assert stack.pid(KAFKA) is None
     assert {s.name: s.state for s in stack.status()}["kafka"] == "stopped"
 
     statuses = {s.name: s for s in stack.up()}
     assert statuses["kafka"].state == "healthy" and statuses["kafka"].pid not in (None, old)
     assert statuses["connect"].state == "healthy"
+
+
+def test_registry_keeps_its_schemas_across_a_kill_9(stack: Stack) -> None:
+    """Events in Kafka name schema ids: the registry must still serve them after a restart."""
+    import json
+    import urllib.request
+
+    base = REGISTRY.address() + REGISTRY_CCOMPAT_PATH
+    subject = f"cdcmirror-test-{time.time_ns()}-value"
+    schema = {"type": "record", "name": "T", "fields": [{"name": "n", "type": "long"}]}
+    request = urllib.request.Request(
+        f"{base}/subjects/{subject}/versions",
+        data=json.dumps({"schema": json.dumps(schema)}).encode(),
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        sid = json.loads(resp.read())["id"]
+    old = kill_9(stack.pid(REGISTRY))
+    assert {s.name: s.state for s in stack.status()}["registry"] == "stopped"
+    statuses = {s.name: s for s in stack.up()}
+    assert statuses["registry"].state == "healthy" and statuses["registry"].pid != old
+    with urllib.request.urlopen(f"{base}/schemas/ids/{sid}", timeout=10) as resp:
+        assert json.loads(json.loads(resp.read())["schema"]) == schema
 
 
 def test_port_taken_by_a_foreign_process_is_exit_2(stack: Stack, tmp_path: Path) -> None:

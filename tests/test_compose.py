@@ -18,6 +18,8 @@ def test_compose_uses_the_manifest_versions() -> None:
     versions = load_manifest().versions
     assert f"apache/kafka:{versions['kafka']}" in text
     assert f'DEBEZIUM_VERSION: "{versions["debezium"]}"' in text
+    assert f'APICURIO_VERSION: "{versions["apicurio"]}"' in text
+    assert f"apicurio/apicurio-registry-mem:{versions['apicurio']}" in text
 
 
 def _compose_command() -> list[str] | None:

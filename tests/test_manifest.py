@@ -25,6 +25,8 @@ def test_shipped_manifest_pins_one_version_per_line() -> None:
         "debezium-mysql",
         "debezium-mariadb",
         "spark",
+        "apicurio-registry",
+        "apicurio-converter",
     }
     coords = [c for g in manifest.groups.values() for c in g.artifacts]
     for c in coords:
@@ -34,6 +36,45 @@ def test_shipped_manifest_pins_one_version_per_line() -> None:
             assert c.version == manifest.versions["debezium"]
         if c.group == "org.apache.kafka":
             assert c.version == manifest.versions["kafka"]
+        if c.group == "io.apicurio":  # registry and converter: one release
+            assert c.version == manifest.versions["apicurio"]
+
+
+def test_archive_groups_and_service_entries() -> None:
+    from cdcmirror.jvm.manifest import build_pom
+
+    text = (
+        '[versions]\nv="1"\n[groups.app]\nartifacts=["g:app:{v}:tar.gz:all"]\nunpack=true\n'
+        '[groups.p]\nartifacts=["g:p:{v}"]\nservices=["I=Impl"]\n'
+    )
+    groups = parse_manifest(text).groups
+    pom = build_pom(groups["app"])
+    assert "<type>tar.gz</type><classifier>all</classifier>" in pom
+    assert "<exclusion><groupId>*</groupId>" in pom  # the archive carries its dependencies
+    assert "<exclusion>" not in build_pom(groups["p"])
+    assert str(groups["app"].artifacts[0]) == "g:app:1:tar.gz:all"
+    plain = parse_manifest('[versions]\nv="1"\n[groups.p]\nartifacts=["g:p:{v}"]\n')
+    assert groups["p"].fingerprint() != plain.groups["p"].fingerprint()
+
+
+def test_unpack_and_service_jar(tmp_path: Path) -> None:
+    import io
+    import tarfile
+    import zipfile
+
+    from cdcmirror.jvm.resolve import unpack_archives, write_service_jar
+
+    with tarfile.open(tmp_path / "app-all.tar.gz", "w:gz") as tar:
+        data = b"jar bytes"
+        info = tarfile.TarInfo("app-runner.jar")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    unpack_archives(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["app-runner.jar"]
+    write_service_jar(tmp_path / "s.jar", ("a.I=x.A", "a.I=x.B", "b.J=y.C"))
+    with zipfile.ZipFile(tmp_path / "s.jar") as jar:
+        assert jar.read("META-INF/services/a.I") == b"x.A\nx.B\n"
+        assert jar.read("META-INF/services/b.J") == b"y.C\n"
 
 
 def test_pyspark_pin_matches_the_manifest() -> None:

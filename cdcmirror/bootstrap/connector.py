@@ -77,15 +77,52 @@ class ConnectorPlan:
     password: str
 
 
-def converter_settings(kafka_format: str) -> dict[str, str]:
+APICURIO_CCOMPAT = "/apis/ccompat/v7"
+
+
+def converter_settings(kafka_format: str, registry_url: str = "") -> dict[str, str]:
     """Converter overrides for ``kafka.format`` (the templates carry JSON with schemas).
+
+    Avro is written in the Confluent wire format (magic byte, 4-byte schema id, Avro body).
+    When ``kafka.schema_registry_url`` is an Apicurio Registry's Confluent-compatible API
+    (``.../apis/ccompat/v7``, what ``cdcmirror stack`` runs), Apicurio's converter writes it,
+    registering schemas through Apicurio's own API under ids the compatible API serves;
+    otherwise Confluent's converter (which the Connect worker must have) is used.
 
     >>> converter_settings("json-schemaless")["value.converter.schemas.enable"]
     'false'
+    >>> s = converter_settings("avro", "http://r:8081/apis/ccompat/v7")
+    >>> s["value.converter.apicurio.registry.url"], s["value.converter.apicurio.registry.use-id"]
+    ('http://r:8081/apis/registry/v2', 'contentId')
+    >>> converter_settings("avro", "http://sr:8081")["key.converter.schema.registry.url"]
+    'http://sr:8081'
     """
     if kafka_format == "json-schemaless":
         return {"key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
-    return {}
+    if kafka_format != "avro":
+        return {}
+    base = registry_url.rstrip("/")
+    out: dict[str, str] = {"schema.name.adjustment.mode": "avro"}
+    for side in ("key", "value"):
+        if base.endswith(APICURIO_CCOMPAT):
+            apicurio = base[: -len(APICURIO_CCOMPAT)] + "/apis/registry/v2"
+            settings = {
+                "": "io.apicurio.registry.utils.converter.AvroConverter",
+                ".apicurio.registry.url": apicurio,
+                ".apicurio.registry.auto-register": "true",
+                ".apicurio.registry.find-latest": "true",
+                # Confluent wire format: the schema id in the body, 4 bytes, content ids
+                ".apicurio.registry.as-confluent": "true",
+                ".apicurio.registry.use-id": "contentId",
+                ".apicurio.registry.headers.enabled": "false",
+            }
+        else:
+            settings = {
+                "": "io.confluent.connect.avro.AvroConverter",
+                ".schema.registry.url": base,
+            }
+        out.update({f"{side}.converter{k}": v for k, v in settings.items()})
+    return out
 
 
 def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) -> ConnectorPlan:
@@ -125,7 +162,14 @@ def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) ->
     rendered = render_connector(template_name(catalog), params)
     if config.get("source", "unknown_types") == "string":
         rendered["include.unknown.datatypes"] = "true"
-    rendered.update(converter_settings(str(config.get("kafka", "format"))))
+    rendered.update(
+        converter_settings(
+            str(config.get("kafka", "format")), str(config.get("kafka", "schema_registry_url"))
+        )
+    )
+    if config.get("kafka", "format") == "avro":  # the JSON converter's setting, not Avro's
+        for side in ("key", "value"):
+            rendered.pop(f"{side}.converter.schemas.enable", None)
     if catalog.signal_table:
         # incremental snapshots (`cdcmirror repair`) are requested through this table
         rendered["signal.data.collection"] = catalog.signal_table

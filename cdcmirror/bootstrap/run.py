@@ -90,6 +90,20 @@ def _open_catalog(config: Config, dry_run: bool) -> Any | None:
     return load_catalog(config)
 
 
+def require_registry(config: Config) -> str:
+    """The schema registry URL, once it answers (Avro connectors register schemas there)."""
+    from cdcmirror.exceptions import ServiceUnavailableError
+    from cdcmirror.stack.health import registry_answers
+
+    url = str(config.get("kafka", "schema_registry_url"))
+    if not registry_answers(url, timeout=5.0):
+        raise ServiceUnavailableError(
+            f'the schema registry at {url} does not answer (kafka.format = "avro" needs '
+            "it); start it (`cdcmirror stack up` runs one) or fix kafka.schema_registry_url"
+        )
+    return url
+
+
 def bootstrap(
     config: Config,
     *,
@@ -127,6 +141,8 @@ def bootstrap(
         t = time.monotonic()
         client = ConnectClient(str(config.get("connect", "url")))
         plan_c = conn_mod.plan_connector(config, catalog_src, secret_path)
+        if config.get("kafka", "format") == "avro":
+            require_registry(config)
         _validate(client, plan_c, config, secret_path, dry_run)
         timings["validate connector"] = time.monotonic() - t
 

@@ -14,28 +14,38 @@ from cdcmirror.exceptions import ArtifactResolutionError
 
 @dataclass(frozen=True)
 class Coordinate:
-    """A Maven coordinate ``group:artifact:version``."""
+    """A Maven coordinate ``group:artifact:version[:type:classifier]``."""
 
     group: str
     artifact: str
     version: str
+    type: str = "jar"
+    classifier: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Coordinate:
-        """Parse ``g:a:v``.
+        """Parse ``g:a:v`` or ``g:a:v:type:classifier``.
 
         >>> Coordinate.parse("org.apache.kafka:kafka_2.13:4.1.1").artifact
         'kafka_2.13'
+        >>> Coordinate.parse("io.apicurio:app:2.6:tar.gz:all").classifier
+        'all'
         """
         parts = text.split(":")
-        if len(parts) != 3 or not all(parts):
+        if len(parts) not in (3, 5) or not all(parts):
             raise ArtifactResolutionError(
-                f"manifest coordinate {text!r} is not of the form group:artifact:version"
+                f"manifest coordinate {text!r} is not of the form group:artifact:version "
+                "or group:artifact:version:type:classifier"
             )
         return cls(*parts)
 
     def __str__(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
+        base = f"{self.group}:{self.artifact}:{self.version}"
+        return (
+            base
+            if (self.type, self.classifier) == ("jar", "")
+            else (f"{base}:{self.type}:{self.classifier}")
+        )
 
 
 @dataclass(frozen=True)
@@ -46,13 +56,22 @@ class ArtifactGroup:
     path: str
     artifacts: tuple[Coordinate, ...]
     exclude: tuple[str, ...]
+    # archives (tar.gz, zip) unpacked into the directory, their own dependencies not fetched
+    unpack: bool = False
+    # ServiceLoader entries "interface=implementation" for jars that lack them (Kafka
+    # Connect finds plugins through these)
+    services: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the group's content; a change means re-resolve."""
-        spec = {
+        spec: dict[str, object] = {
             "artifacts": [str(a) for a in self.artifacts],
             "exclude": sorted(self.exclude),
         }
+        if self.unpack:
+            spec["unpack"] = True
+        if self.services:
+            spec["services"] = sorted(self.services)
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -90,7 +109,7 @@ def parse_manifest(text: str) -> Manifest:
 
     groups: dict[str, ArtifactGroup] = {}
     for name, spec in data.get("groups", {}).items():
-        unknown = set(spec) - {"artifacts", "exclude", "path"}
+        unknown = set(spec) - {"artifacts", "exclude", "path", "unpack", "services"}
         if unknown:
             raise ArtifactResolutionError(
                 f"manifest group {name!r} has unknown keys {sorted(unknown)}"
@@ -100,6 +119,8 @@ def parse_manifest(text: str) -> Manifest:
             path=expand(spec.get("path", name)),
             artifacts=tuple(Coordinate.parse(expand(a)) for a in spec["artifacts"]),
             exclude=tuple(expand(e) for e in spec.get("exclude", [])),
+            unpack=bool(spec.get("unpack", False)),
+            services=tuple(spec.get("services", [])),
         )
     return Manifest(versions=versions, groups=groups)
 
@@ -112,12 +133,22 @@ def load_manifest() -> Manifest:
 
 def build_pom(group: ArtifactGroup) -> str:
     """A throw-away Maven project whose dependencies are the group's artefacts."""
+    # an unpacked archive brings everything it needs: none of its POM's dependencies
+    no_deps = (
+        "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
+        "</exclusions>"
+        if group.unpack
+        else ""
+    )
     deps = "\n".join(
         "    <dependency>"
         f"<groupId>{escape(c.group)}</groupId>"
         f"<artifactId>{escape(c.artifact)}</artifactId>"
         f"<version>{escape(c.version)}</version>"
-        "</dependency>"
+        + (f"<type>{escape(c.type)}</type>" if c.type != "jar" else "")
+        + (f"<classifier>{escape(c.classifier)}</classifier>" if c.classifier else "")
+        + no_deps
+        + "</dependency>"
         for c in group.artifacts
     )
     return (

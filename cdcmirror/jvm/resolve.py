@@ -6,7 +6,9 @@ import logging
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -97,11 +99,43 @@ def resolve_group(
                 "check the version in cdcmirror/jvm/manifest.toml and that the repository "
                 f"is reachable.\n{tail}"
             )
+        if group.unpack:
+            unpack_archives(out)
+        if group.services:
+            write_service_jar(out / SERVICE_JAR, group.services)
         (out / MARKER).write_text(group.fingerprint() + "\n")
         if target.exists():
             shutil.rmtree(target)
         shutil.move(str(out), target)
     return target
+
+
+SERVICE_JAR = "cdcmirror-service-entries.jar"
+
+
+def unpack_archives(directory: Path) -> None:
+    """Extract each tar.gz / zip in ``directory`` into it, then remove the archive."""
+    for archive in sorted(directory.iterdir()):
+        if archive.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(archive) as tar:
+                tar.extractall(directory, filter="data")
+        elif archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as zipped:
+                zipped.extractall(directory)
+        else:
+            continue
+        archive.unlink()
+
+
+def write_service_jar(path: Path, entries: tuple[str, ...]) -> None:
+    """A jar of ``META-INF/services`` files, one per interface of ``interface=impl`` entries."""
+    by_interface: dict[str, list[str]] = {}
+    for entry in entries:
+        interface, _, implementation = entry.partition("=")
+        by_interface.setdefault(interface.strip(), []).append(implementation.strip())
+    with zipfile.ZipFile(path, "w") as jar:
+        for interface, impls in sorted(by_interface.items()):
+            jar.writestr(f"META-INF/services/{interface}", "".join(i + "\n" for i in impls))
 
 
 def resolve_all(

@@ -103,10 +103,14 @@ def _position(dialect: str, p: str) -> str:
     return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"
 
 
-def wire_exprs(table: MirrorTable, schemas: bool) -> list[str]:
-    """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value)."""
+def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") -> list[str]:
+    """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value).
+
+    ``decode_error``: why the value could not be turned into JSON text (Avro), or NULL.
+    """
     p = "env.payload" if schemas else "env"
     out = [
+        f"CAST({decode_error} AS STRING) AS _decode_error",
         "topic AS _topic",
         "partition AS _partition",
         "offset AS _offset",
@@ -170,7 +174,7 @@ def _errors(table: MirrorTable) -> str:
             )
         )
     cases = ", ".join(f"IF(coalesce({cond}, false), {msg}, NULL)" for cond, msg in checks)
-    return f"nullif(concat_ws('; ', {cases}), '') AS _error"
+    return f"coalesce(_decode_error, nullif(concat_ws('; ', {cases}), '')) AS _error"
 
 
 _KAFKA_AND_CDC = ["_topic", "_partition", "_offset", "_key", "_value", "_cdc_op", "_cdc_position"]
@@ -178,7 +182,8 @@ _KAFKA_AND_CDC = ["_topic", "_partition", "_offset", "_key", "_value", "_cdc_op"
 
 def decoded_exprs(table: MirrorTable) -> list[str]:
     """Step 3: each column converted to its Iceberg type (its wire value kept for step 4)."""
-    out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_unparsed", "_no_after", "_no_before"]
+    out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_decode_error", "_unparsed", "_no_after"]
+    out.append("_no_before")
     julian = "_cdc_op = 'r'" if table.dialect == "postgresql" else "false"
     for c in table.columns:
         w = q("_w_" + c.name)

@@ -85,6 +85,7 @@ class CatalogAccess:
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
     from cdcmirror.catalog import load_catalog
     from cdcmirror.maintain.run import settings_of
+    from cdcmirror.mirror.registry import SchemaRegistry
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
@@ -102,6 +103,9 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         parallelism=int(config.get("mirror", "parallelism")),
         maintain_every=int(config.get("maintain", "every_batches")),
         maintain_settings=settings_of(config),
+        registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
+        if config.get("kafka", "format") == "avro"
+        else None,
     )
     applier = Applier(
         spark,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.mirror.avro import SCHEMA_ID_SQL, connect_schema, decode_function
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     checked_exprs,
@@ -52,6 +53,7 @@ from cdcmirror.mirror.merge_sql import (
     tombstone_merge_sql,
     truncate_sql,
 )
+from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
@@ -108,6 +110,7 @@ class ApplierOptions:
     parallelism: int = 4
     maintain_every: int = 0  # run `maintain` on the mirrored tables every N batches (0: off)
     maintain_settings: MaintainSettings | None = None
+    registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
 
 
 class CatalogHooks:
@@ -151,6 +154,9 @@ class Applier:
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
         df = df.persist()
+        raw = None
+        if self.options.registry is not None:
+            raw, df = df, self._from_avro(df).persist()
         try:
             summary = self._summary(df)
             work = []
@@ -175,9 +181,40 @@ class Applier:
             every = self.options.maintain_every
             if every and batch_id > 0 and batch_id % every == 0:
                 self._maintain()
-            logger.debug("batch %d took %.2fs", batch_id, time.monotonic() - started)
+            logger.info(
+                "batch %d done in %.2fs (decode, apply, dead letters)",
+                batch_id,
+                time.monotonic() - started,
+            )
         finally:
             df.unpersist()
+            if raw is not None:
+                raw.unpersist()
+
+    def _from_avro(self, df: Any) -> Any:
+        """Adds ``_json`` (the Avro value as the JSON converter's text), ``_decode_error`` and
+        ``_schema_id``; the schemas of the batch's ids are fetched once, on the driver."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        assert self.options.registry is not None
+        framed = df.withColumn("_schema_id", F.expr(SCHEMA_ID_SQL))
+        ids = [
+            int(r[0])
+            for r in framed.select("_schema_id")
+            .where("_schema_id IS NOT NULL")
+            .distinct()
+            .collect()
+        ]
+        schemas = self.options.registry.schemas(ids)
+        result = StructType([StructField("json", StringType()), StructField("error", StringType())])
+        decode = F.udf(decode_function(schemas), result)
+        return (
+            framed.withColumn("_avro", decode(F.col("value")))
+            .withColumn("_json", F.col("_avro.json"))
+            .withColumn("_decode_error", F.col("_avro.error"))
+            .drop("_avro")
+        )
 
     def _maintain(self) -> None:
         """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
@@ -203,16 +240,24 @@ class Applier:
                 _expr("max(offset) AS end_offset"),
                 _expr("max_by(CAST(value AS STRING), IF(value IS NULL, NULL, offset)) AS newest"),
                 _expr("max(IF(value IS NULL, NULL, offset)) AS newest_offset"),
+                _expr(  # Avro: the schema of the newest event that decodes
+                    "max_by(_schema_id, IF(_decode_error IS NULL AND _json IS NOT NULL, "
+                    "offset, NULL)) AS newest_schema"
+                    if "_schema_id" in df.columns
+                    else "CAST(NULL AS BIGINT) AS newest_schema"
+                ),
             )
             .collect()
         )
         out: dict[str, dict[str, Any]] = {}
         for r in rows:
-            t = out.setdefault(r.topic, {"events": 0, "offsets": {}, "newest": None, "at": -1})
+            t = out.setdefault(
+                r.topic, {"events": 0, "offsets": {}, "newest": None, "at": -1, "schema": None}
+            )
             t["events"] += r.events
             t["offsets"][int(r.partition)] = int(r.end_offset)
             if r.newest is not None and r.newest_offset > t["at"]:
-                t["newest"], t["at"] = r.newest, r.newest_offset
+                t["newest"], t["at"], t["schema"] = r.newest, r.newest_offset, r.newest_schema
         return out
 
     # -- one table ---------------------------------------------------------------------
@@ -225,7 +270,7 @@ class Applier:
         where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
         started = time.monotonic()
         try:
-            table, stop = self._evolve(table, parts["newest"])
+            table, stop = self._evolve(table, parts["newest"], parts["schema"])
             events = df.where(df.topic == table.topic).where("value IS NOT NULL")
             if stop:
                 stats.stopped = stop
@@ -245,8 +290,17 @@ class Applier:
                 f"partition:end offset {where}): {exc}"
             ) from exc
 
-    def _evolve(self, table: MirrorTable, newest: str | None) -> tuple[MirrorTable, str | None]:
+    def _evolve(
+        self, table: MirrorTable, newest: str | None, schema_id: int | None
+    ) -> tuple[MirrorTable, str | None]:
         """The table after evolving it to the newest event's schema, or why it must stop."""
+        if self.options.registry is not None:
+            if schema_id is None:
+                return table, None  # not Avro: dead-lettered by the decoder
+            text = self.options.registry.schemas([schema_id]).get(schema_id)
+            if text is None:
+                return table, None  # an unknown id: dead-lettered by the decoder
+            return self._evolve_to(table, row_fields(connect_schema(json.loads(text))))
         if newest is None:
             return table, None
         try:
@@ -256,17 +310,7 @@ class Applier:
         if not isinstance(value, dict):
             return table, None
         if self.options.schemas:
-            fields = row_fields(value.get("schema") or {})
-            if fields is None:
-                return table, None
-            evo = plan_evolution(table, fields)
-            if evo.errors:
-                return table, "; ".join(evo.errors)
-            if evo.changes:
-                table = self.hooks.evolve(table, evo)
-                with self._lock:
-                    self.tables[table.topic] = table
-            return table, None
+            return self._evolve_to(table, row_fields(value.get("schema") or {}))
         row = value.get("after") or value.get("before") or {}
         if not isinstance(row, dict):
             return table, None
@@ -284,15 +328,33 @@ class Applier:
             )
         return table, None
 
+    def _evolve_to(
+        self, table: MirrorTable, fields: list[dict[str, Any]] | None
+    ) -> tuple[MirrorTable, str | None]:
+        """Evolution from the row's field schemas (JSON with schemas, Avro)."""
+        if fields is None:
+            return table, None
+        evo = plan_evolution(table, fields)
+        if evo.errors:
+            return table, "; ".join(evo.errors)
+        if evo.changes:
+            table = self.hooks.evolve(table, evo)
+            with self._lock:
+                self.tables[table.topic] = table
+        return table, None
+
     def _decode(self, events: Any, table: MirrorTable) -> Any:
         from pyspark.sql import functions as F
 
+        avro = self.options.registry is not None
+        text = F.col("_json") if avro else F.col("value").cast("string")
         parsed = events.withColumn(
-            "env",
-            F.from_json(F.col("value").cast("string"), envelope_ddl(table, self.options.schemas)),
+            "env", F.from_json(text, envelope_ddl(table, self.options.schemas))
         )
         return (
-            parsed.selectExpr(*wire_exprs(table, self.options.schemas))
+            parsed.selectExpr(
+                *wire_exprs(table, self.options.schemas, "_decode_error" if avro else "NULL")
+            )
             .selectExpr(*decoded_exprs(table))
             .selectExpr(*checked_exprs(table))
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,9 @@ def build_spark_session(config: Config, app_name: str = "cdcmirror") -> Any:
     from pyspark.sql import SparkSession
 
     ensure_embedded_catalog_dirs(config)
+    # Python workers (the Avro decoder, decimals wider than 38 digits) import cdcmirror:
+    # run them on this interpreter, which has it, not on whatever `python3` is on PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in session_conf(config, app_name).items():
         builder = builder.config(key, value)

@@ -67,7 +67,10 @@ def run_until_stopped(query: Any) -> None:
             if stop.is_set() and not query.status.get("isTriggerActive", False):
                 query.stop()
                 break
-            query.awaitTermination(0.5)
+            try:
+                query.awaitTermination(0.5)
+            except Exception:  # the query failed (StreamingQueryException): say why below
+                break
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
@@ -79,6 +82,8 @@ def _raise_failure(query: Any) -> None:
     if exc is None:
         return
     text = str(exc)
+    if "ServiceUnavailableError: " in text:  # e.g. the schema registry, from inside a batch
+        raise ServiceUnavailableError(_first_line(text.split("ServiceUnavailableError: ", 1)[1]))
     for marker in ("MirrorError: ", "CdcMirrorError: "):
         if marker in text:
             raise MirrorError(_first_line(text.split(marker, 1)[1]))

@@ -16,12 +16,19 @@ from cdcmirror.exceptions import PortInUseError, StackError
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
 from cdcmirror.stack import health, layout, processes
-from cdcmirror.stack.layout import CONNECT, KAFKA, StackPart
+from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
 
 logger = logging.getLogger(__name__)
 
-STACK_GROUPS = ("kafka", "debezium-postgres", "debezium-mysql", "debezium-mariadb")
-START_TIMEOUT = {"kafka": 90.0, "connect": 150.0}
+STACK_GROUPS = (
+    "kafka",
+    "debezium-postgres",
+    "debezium-mysql",
+    "debezium-mariadb",
+    "apicurio-converter",
+    "apicurio-registry",
+)
+START_TIMEOUT = {"kafka": 90.0, "connect": 150.0, "registry": 120.0}
 Progress = Callable[[str], None]
 
 
@@ -66,6 +73,10 @@ class Stack:
     def kafka_data(self) -> Path:
         return self.root / "data" / "kafka"
 
+    @property
+    def registry_data(self) -> Path:
+        return self.root / "data" / "registry"
+
     def pid(self, part: StackPart) -> int | None:
         return processes.running_pid(self.pid_file(part), f"-Dcdcmirror.stack={part.name}")
 
@@ -73,6 +84,8 @@ class Stack:
     def healthy(self, part: StackPart) -> bool:
         if part is KAFKA:
             return health.broker_answers_metadata(KAFKA.address())
+        if part is REGISTRY:
+            return health.registry_answers(REGISTRY.address() + layout.REGISTRY_CCOMPAT_PATH)
         plugins = health.connect_plugins(CONNECT.address())
         return plugins is not None and all(p in plugins for p in layout.DEBEZIUM_PLUGINS)
 
@@ -98,20 +111,34 @@ class Stack:
         classpath = group_jars(manifest.groups["kafka"])
         plugin_path = group_dir(manifest.groups["debezium-postgres"]).parent
         self._write_configs(plugin_path)
+        registry_dir = group_dir(manifest.groups["apicurio-registry"])
+        registry_jars = sorted(registry_dir.glob("*-runner.jar"))
+        if not registry_jars:
+            raise StackError(
+                f"no Apicurio Registry runner jar in {registry_dir}; "
+                "run `cdcmirror jars resolve apicurio-registry` again"
+            )
         for part in layout.PARTS:
-            self._ensure_running(part, java, classpath, say)
+            if part is REGISTRY:
+                cmd = layout.registry_command(java, registry_jars[0], self.registry_data)
+            else:
+                cmd = layout.java_command(
+                    java, part, classpath, self.config_file(part), self.log4j_file
+                )
+            self._ensure_running(part, cmd, java, classpath, say)
         return self.status()
 
     def _write_configs(self, plugin_path: Path) -> None:
         (self.root / "config").mkdir(parents=True, exist_ok=True)
         (self.root / "run").mkdir(parents=True, exist_ok=True)
         self.kafka_data.mkdir(parents=True, exist_ok=True)
+        self.registry_data.mkdir(parents=True, exist_ok=True)
         self.log4j_file.write_text(layout.log4j2_properties())
         self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data))
         self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
 
     def _ensure_running(
-        self, part: StackPart, java: str, classpath: list[Path], say: Progress
+        self, part: StackPart, cmd: list[str], java: str, classpath: list[Path], say: Progress
     ) -> None:
         pid = self.pid(part)
         if pid is not None:
@@ -128,7 +155,6 @@ class Stack:
                 )
         if part is KAFKA:
             self._format_storage(java, classpath)
-        cmd = layout.java_command(java, part, classpath, self.config_file(part), self.log4j_file)
         pid = processes.start(cmd, self.pid_file(part), self.log_file(part), env=dict(os.environ))
         say(f"{part.name}: started (pid {pid}), log {self.log_file(part)}")
         self._wait_healthy(part, pid)

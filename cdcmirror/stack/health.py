@@ -64,3 +64,12 @@ def connect_plugins(url: str, timeout: float = 3.0) -> list[str] | None:
 _QUIET = logging.getLogger("cdcmirror.kafka-probe")
 _QUIET.setLevel(logging.CRITICAL)
 _QUIET.propagate = False
+
+
+def registry_answers(url: str, timeout: float = 3.0) -> bool:
+    """True when a schema registry's Confluent-compatible API lists its subjects."""
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/subjects", timeout=timeout) as r:
+            return isinstance(json.loads(r.read().decode()), list)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False

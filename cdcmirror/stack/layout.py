@@ -10,6 +10,7 @@ from pathlib import Path
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 CONNECT_PORT = 8083
+REGISTRY_PORT = 8081
 HOST = "127.0.0.1"
 
 DEBEZIUM_PLUGINS = (
@@ -37,7 +38,7 @@ class StackPart:
     heap: str
 
     def address(self) -> str:
-        if self.name == "connect":
+        if self.name in ("connect", "registry"):
             return f"http://{HOST}:{self.ports[0]}"
         return f"{HOST}:{self.ports[0]}"
 
@@ -46,7 +47,11 @@ KAFKA = StackPart("kafka", "kafka.Kafka", (BROKER_PORT, CONTROLLER_PORT), "768m"
 CONNECT = StackPart(
     "connect", "org.apache.kafka.connect.cli.ConnectDistributed", (CONNECT_PORT,), "1g"
 )
-PARTS = (KAFKA, CONNECT)
+# Apicurio Registry (Avro schemas); a Quarkus application started with `java -jar`
+REGISTRY = StackPart("registry", "", (REGISTRY_PORT,), "384m")
+# start order; the registry is up before Connect, whose Avro connectors register schemas
+PARTS = (KAFKA, REGISTRY, CONNECT)
+REGISTRY_CCOMPAT_PATH = "/apis/ccompat/v7"
 
 
 def new_cluster_id() -> str:
@@ -152,6 +157,27 @@ def java_command(
         ":".join(str(p) for p in classpath),
         part.main_class,
         str(config_file),
+    ]
+
+
+def registry_command(java: str, runner_jar: Path, data_dir: Path) -> list[str]:
+    """Apicurio Registry on loopback, its schemas in an H2 database file under ``data_dir``
+    (they outlive restarts, like the Kafka topics whose events name them)."""
+    return [
+        java,
+        f"-Xmx{REGISTRY.heap}",
+        "-XX:+UseG1GC",
+        f"-Dcdcmirror.stack={REGISTRY.name}",
+        f"-Dquarkus.http.host={HOST}",
+        f"-Dquarkus.http.port={REGISTRY_PORT}",
+        # WRITE_DELAY=0: a schema is on disk when the converter gets its id (H2 delays
+        # writes by default; a crash then loses ids that events in Kafka already name)
+        f"-DREGISTRY_DATASOURCE_URL=jdbc:h2:file:{data_dir / 'registry'};WRITE_DELAY=0",
+        "-Dquarkus.datasource.jdbc.initial-size=2",
+        "-Dquarkus.datasource.jdbc.min-size=2",
+        "-Dquarkus.datasource.jdbc.max-size=20",
+        "-jar",
+        str(runner_jar),
     ]
 
 

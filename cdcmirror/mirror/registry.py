@@ -1,0 +1,61 @@
+"""Writer schemas by id from a schema registry's Confluent-compatible API, cached by id.
+
+``GET {url}/schemas/ids/{id}`` answers ``{"schema": "<Avro schema JSON>"}`` on Confluent's
+Schema Registry and on Apicurio Registry's compatible API (``/apis/ccompat/v7``). A schema
+id never changes its schema, so each id is fetched once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+
+from cdcmirror.exceptions import ServiceUnavailableError
+
+
+class SchemaRegistry:
+    def __init__(self, url: str, timeout: float = 15.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._cache: dict[int, str] = {}
+        self._missing: set[int] = set()
+        self._lock = threading.Lock()
+
+    def schemas(self, ids: list[int]) -> dict[int, str]:
+        """The schema text of each id the registry has; ids it does not have are left out
+        (their events go to the dead-letter table)."""
+        with self._lock:
+            for sid in sorted(set(ids) - set(self._cache) - self._missing):
+                text = self._fetch(sid)
+                if text is None:
+                    self._missing.add(sid)
+                else:
+                    self._cache[sid] = text
+            return {sid: self._cache[sid] for sid in ids if sid in self._cache}
+
+    def _fetch(self, sid: int) -> str | None:
+        address = f"{self.url}/schemas/ids/{sid}"
+        try:
+            with urllib.request.urlopen(address, timeout=self.timeout) as resp:
+                body = json.loads(resp.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise ServiceUnavailableError(
+                f"the schema registry at {self.url} answered HTTP {exc.code} for schema id "
+                f"{sid}; check kafka.schema_registry_url (a Confluent-compatible API)"
+            ) from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ServiceUnavailableError(
+                f"the schema registry at {self.url} is not reachable ({exc}); start it "
+                "(`cdcmirror stack up` runs one) or set kafka.schema_registry_url"
+            ) from exc
+        schema = body.get("schema") if isinstance(body, dict) else None
+        if not isinstance(schema, str):
+            raise ServiceUnavailableError(
+                f"the schema registry at {self.url} gave no schema for id {sid}: "
+                "is kafka.schema_registry_url a Confluent-compatible API?"
+            )
+        return schema

@@ -1,0 +1,248 @@
+"""Avro in the Confluent wire format -> the JSON converter's text and field schemas. Pure.
+
+The envelope schema below has the shape Apicurio's converter registered for a Debezium 3.5
+PostgreSQL table (seen in the registry): Decimal as bytes with ``connect.parameters``,
+VariableScaleDecimal as a record, Debezium time types as annotated ints and longs, ``after``
+as a reference to the ``Value`` record that ``before`` defines, an enum-like union in
+``source``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import struct
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from fastavro import parse_schema, schemaless_writer
+
+from cdcmirror.bootstrap.connector import converter_settings
+from cdcmirror.exceptions import ServiceUnavailableError
+from cdcmirror.mirror.avro import (
+    Decoder,
+    connect_schema,
+    decode_function,
+    plain_schema,
+    schema_id,
+)
+from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
+from cdcmirror.mirror.evolution import plan_evolution, row_fields
+from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+
+
+def decimal_type(precision: int, scale: int) -> dict[str, Any]:
+    return {
+        "type": "bytes",
+        "scale": scale,
+        "precision": precision,
+        "connect.version": 1,
+        "connect.parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
+        "connect.name": "org.apache.kafka.connect.data.Decimal",
+        "logicalType": "decimal",
+    }
+
+
+def optional(t: Any) -> list[Any]:
+    return ["null", t]
+
+
+VALUE = {
+    "type": "record",
+    "name": "Value",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": optional("string"), "default": None},
+        {"name": "small", "type": optional({"type": "int", "connect.type": "int16"})},
+        {"name": "price", "type": optional(decimal_type(38, 10)), "default": None},
+        {"name": "wide", "type": optional(decimal_type(50, 10)), "default": None},
+        {"name": "ratio", "type": optional("float"), "default": None},
+        {
+            "name": "born",
+            "type": optional({"type": "int", "connect.name": "io.debezium.time.Date"}),
+        },
+        {
+            "name": "seen_at",
+            "type": optional({"type": "long", "connect.name": "io.debezium.time.MicroTimestamp"}),
+        },
+        {"name": "data", "type": optional("bytes"), "default": None},
+        {"name": "tags", "type": optional({"type": "array", "items": optional("string")})},
+        {
+            "name": "unbounded",
+            "type": optional(
+                {
+                    "type": "record",
+                    "name": "VariableScaleDecimal",
+                    "namespace": "io.debezium.data",
+                    "fields": [
+                        {"name": "scale", "type": "int"},
+                        {"name": "value", "type": "bytes"},
+                    ],
+                    "connect.name": "io.debezium.data.VariableScaleDecimal",
+                }
+            ),
+        },
+    ],
+    "connect.name": "src.s.items.Value",
+}
+
+ENVELOPE = {
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "src.s.items",
+    "fields": [
+        {"name": "before", "type": optional(VALUE), "default": None},
+        {"name": "after", "type": optional("Value"), "default": None},
+        {
+            "name": "source",
+            "type": {
+                "type": "record",
+                "name": "Source",
+                "namespace": "io.debezium.connector.postgresql",
+                "fields": [
+                    {"name": "ts_ms", "type": "long"},
+                    {
+                        "name": "snapshot",
+                        "type": [
+                            {"type": "string", "connect.name": "io.debezium.data.Enum"},
+                            "null",
+                        ],
+                        "default": "false",
+                    },
+                    {"name": "sequence", "type": optional("string"), "default": None},
+                    {"name": "lsn", "type": optional("long"), "default": None},
+                ],
+            },
+        },
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": optional("long"), "default": None},
+    ],
+    "connect.name": "src.s.items.Envelope",
+}
+
+ROW = {
+    "id": 7,
+    "name": "Grüße, 世界 \U0001f600",
+    "small": -32768,
+    "price": (10**38 - 1).to_bytes(17, "big", signed=True),  # max decimal(38, 10), unscaled
+    "wide": (-(10**49)).to_bytes(21, "big", signed=True),
+    "ratio": 0.5,
+    "born": -719162,  # 0001-01-01
+    "seen_at": 253402300799999999,  # 9999-12-31 23:59:59.999999
+    "data": b"\x00\xff\x10",
+    "tags": ["a", None, ""],
+    "unbounded": {"scale": 3, "value": (-12345).to_bytes(2, "big", signed=True)},
+}
+EVENT = {
+    "before": None,
+    "after": ROW,
+    "source": {"ts_ms": 1, "snapshot": "false", "sequence": '["1","2"]', "lsn": 2},
+    "op": "c",
+    "ts_ms": 3,
+}
+
+
+def framed(sid: int, record: dict[str, Any], schema: dict[str, Any] = ENVELOPE) -> bytes:
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(plain_schema(schema)), record)
+    return b"\x00" + struct.pack(">I", sid) + body.getvalue()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_decodes_to_the_json_converter_text() -> None:
+    text = Decoder({42: json.dumps(ENVELOPE)}).decode(framed(42, EVENT))
+    event = json.loads(text)
+    after = event["after"]
+    assert event["op"] == "c" and event["before"] is None
+    assert event["source"] == {"ts_ms": 1, "snapshot": "false", "sequence": '["1","2"]', "lsn": 2}
+    # bytes and decimals as base64 of the bytes written, as the JSON converter carries them
+    assert after["price"] == b64(ROW["price"])
+    assert after["wide"] == b64(ROW["wide"])
+    assert after["data"] == b64(b"\x00\xff\x10")
+    assert after["unbounded"] == {"scale": 3, "value": b64(ROW["unbounded"]["value"])}
+    # Debezium's time types stay the plain numbers they are
+    assert (after["born"], after["seen_at"]) == (-719162, 253402300799999999)
+    assert after["name"] == ROW["name"] and after["tags"] == ["a", None, ""]
+    assert after["small"] == -32768 and after["ratio"] == 0.5
+
+
+def test_the_decimal_bytes_are_the_value() -> None:
+    """What the JSON converter and Spark's decoder read back: unscaled two's complement."""
+    after = json.loads(Decoder({1: json.dumps(ENVELOPE)}).decode(framed(1, EVENT)))["after"]
+    unscaled = int.from_bytes(base64.b64decode(after["price"]), "big", signed=True)
+    assert Decimal(f"{unscaled}E-10") == Decimal("9999999999999999999999999999.9999999999")
+
+
+def test_undecodable_values_say_why() -> None:
+    decoder = Decoder({1: json.dumps(ENVELOPE), 2: '{"type": "no-such-type"}'})
+    good = framed(1, EVENT)
+    cases = {
+        b'{"op": "c"}': "not Avro in the Confluent wire format",
+        b"\x00\x00\x00\x00\x09" + good[5:]: "schema id 9 is not in the schema registry",
+        good[:-4]: "does not match schema id 1",
+        good + b"\x01\x02": "2 bytes left over",
+        b"\x00\x00\x00\x00\x02" + good[5:]: "schema id 2 is not a usable Avro schema",
+    }
+    decode = decode_function({1: json.dumps(ENVELOPE), 2: '{"type": "no-such-type"}'})
+    for value, expected in cases.items():
+        with pytest.raises(ValueError, match=expected):
+            decoder.decode(value)
+        text, error = decode(value)
+        assert text is None and error is not None and expected in error
+    assert decode(None) == (None, None)  # a tombstone stays a tombstone
+    assert decode(good)[1] is None
+
+
+def test_schema_id_reads_the_frame() -> None:
+    assert schema_id(framed(70000, EVENT)) == 70000
+    assert schema_id(None) is None
+    assert schema_id(b"\x01\x00\x00\x00\x01xx") is None
+    assert schema_id(b"\x00\x00") is None
+
+
+def test_connect_schema_drives_evolution_like_the_json_converter() -> None:
+    fields = row_fields(connect_schema(ENVELOPE))
+    assert fields is not None
+    by_name = {f["field"]: f for f in fields}
+    assert carrier_of_field(by_name["price"]) == ("bytes org.apache.kafka.connect.data.Decimal(10)")
+    assert iceberg_of_field(by_name["price"]) == "decimal(38,10)"
+    assert carrier_of_field(by_name["small"]) == "int16"
+    assert carrier_of_field(by_name["born"]) == "int32 io.debezium.time.Date"
+    assert carrier_of_field(by_name["tags"]) == "array<string>"
+    assert by_name["id"]["optional"] is False and by_name["name"]["optional"] is True
+    table = MirrorTable(
+        identifier="ns.items",
+        topic="src.s.items",
+        flavor="postgresql",
+        source="s.items",
+        key=("id",),
+        mode="upsert",
+        columns=(MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string")),
+    )
+    evo = plan_evolution(table, fields)
+    added = {c.name: c.iceberg for c in evo.add}
+    assert added["price"] == "decimal(38,10)" and added["born"] == "date"
+    assert not evo.errors or all("wide" in e or "unbounded" in e for e in evo.errors)
+
+
+def test_registry_unreachable_names_the_url() -> None:
+    registry = SchemaRegistry("http://127.0.0.1:1/apis/ccompat/v7", timeout=2)
+    with pytest.raises(ServiceUnavailableError, match=re.escape("127.0.0.1:1/apis/ccompat/v7")):
+        registry.schemas([1])
+
+
+def test_avro_connector_settings_write_the_confluent_wire_format() -> None:
+    s = converter_settings("avro", "http://127.0.0.1:8081/apis/ccompat/v7/")
+    for side in ("key", "value"):
+        assert s[f"{side}.converter"] == "io.apicurio.registry.utils.converter.AvroConverter"
+        assert s[f"{side}.converter.apicurio.registry.as-confluent"] == "true"
+        assert s[f"{side}.converter.apicurio.registry.headers.enabled"] == "false"
+    confluent = converter_settings("avro", "https://sr.example:8081")
+    assert confluent["value.converter"] == "io.confluent.connect.avro.AvroConverter"
