@@ -1,4 +1,5 @@
-"""Spark built by cdcmirror: Kafka source -> Iceberg, and one catalog shared with pyiceberg."""
+"""Spark built by cdcmirror and pyiceberg share one catalog. (Kafka -> Iceberg with an
+exactly-once effect is the mirror's, tested in test_mirror_*.py.)"""
 
 from __future__ import annotations
 
@@ -7,33 +8,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from cdcmirror.catalog import load_catalog
-from cdcmirror.spark.raw_events import append_raw_events
-from integration_tests import services
-from integration_tests.conftest import ChangeTopic, SparkWorld
-
-
-def test_debezium_topic_lands_in_iceberg_once(
-    postgres_changes: ChangeTopic, spark_world: SparkWorld
-) -> None:
-    spark, config = spark_world.spark, spark_world.config
-    checkpoint = str(config.state_dir / "checkpoints" / "raw")
-    table = "raw.pg_events"
-
-    append_raw_events(spark, services.KAFKA, [postgres_changes.topic], table, checkpoint)
-    rows = spark.sql(f"SELECT offset, key, value FROM {table} ORDER BY offset").collect()
-    assert len(rows) == len(postgres_changes.records)
-    assert [(r.key.encode(), r.value.encode() if r.value else None) for r in rows] == [
-        (k, v) for k, v in postgres_changes.records
-    ]
-
-    # same checkpoint again: nothing new in the topic, nothing appended twice
-    append_raw_events(spark, services.KAFKA, [postgres_changes.topic], table, checkpoint)
-    assert spark.table(table).count() == len(postgres_changes.records)
-
-    # pyiceberg reads what Spark wrote, through the same embedded catalog
-    arrow = load_catalog(config).load_table(table).scan().to_arrow()
-    # (offsets are not contiguous: the exactly-once Connect worker writes transaction markers)
-    assert sorted(arrow.column("offset").to_pylist()) == [r.offset for r in rows]
+from integration_tests.conftest import SparkWorld
 
 
 def test_pyiceberg_and_spark_share_the_embedded_catalog(spark_world: SparkWorld) -> None:

@@ -23,6 +23,7 @@ from fastavro import parse_schema, schemaless_writer
 from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.mirror.avro import (
+    AvroDecodeError,
     Decoder,
     connect_schema,
     decode_function,
@@ -230,6 +231,14 @@ def test_connect_schema_drives_evolution_like_the_json_converter() -> None:
     added = {c.name: c.iceberg for c in evo.add}
     assert added["price"] == "decimal(38,10)" and added["born"] == "date"
     assert not evo.errors or all("wide" in e or "unbounded" in e for e in evo.errors)
+
+
+def test_a_schema_the_mirror_cannot_map_is_an_error() -> None:
+    both = {"type": "record", "name": "R", "fields": [{"name": "x", "type": ["string", "long"]}]}
+    with pytest.raises(AvroDecodeError, match="not an optional value"):
+        connect_schema(both)
+    with pytest.raises(AvroDecodeError, match="undefined type 'Nope'"):
+        connect_schema({"type": "record", "name": "R", "fields": [{"name": "x", "type": "Nope"}]})
 
 
 def test_registry_unreachable_names_the_url() -> None:

@@ -30,7 +30,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cdcmirror.exceptions import CdcMirrorError
-from cdcmirror.mirror.avro import SCHEMA_ID_SQL, connect_schema, decode_function
+from cdcmirror.mirror.avro import (
+    SCHEMA_ID_SQL,
+    AvroDecodeError,
+    connect_schema,
+    decode_function,
+)
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     checked_exprs,
@@ -300,7 +305,11 @@ class Applier:
             text = self.options.registry.schemas([schema_id]).get(schema_id)
             if text is None:
                 return table, None  # an unknown id: dead-lettered by the decoder
-            return self._evolve_to(table, row_fields(connect_schema(json.loads(text))))
+            try:
+                fields = row_fields(connect_schema(json.loads(text)))
+            except (AvroDecodeError, ValueError) as exc:
+                return table, f"its Avro schema (id {schema_id}) cannot be read: {exc}"
+            return self._evolve_to(table, fields)
         if newest is None:
             return table, None
         try:
