@@ -62,6 +62,28 @@ def no_false_drift_while_workload_runs(m: Mirrored, operations: int) -> None:
     assert alive_during_check or table["attempts"] > 1, "the check never saw events in flight"
 
 
+def lagging_reported_in_every_format(m: Mirrored) -> None:
+    """Changes in Kafka that the mirror has not applied yet (the job stopped): every output
+    format reports the table lagging with its lag, exit 1, no crash; in sync once applied."""
+    sc.settle()
+    m.mirror()
+    m.workload.run(20)
+    sc.settle()
+    code, report = reconcile(m, "--settle", "0")
+    table = only_table(report)
+    assert code == 1 and table["status"] == "lagging", table
+    assert table["events_behind"] > 0 and table["lag_seconds"] > 0, table
+    text = run_cli(m.config_path, "reconcile", "--settle", "0")
+    assert text.exception is None or isinstance(text.exception, SystemExit), text.output
+    assert text.exit_code == 1 and f"{m.identifier} (lagging)" in text.stdout, text.output
+    report_file = m.config_path.parent / f"{m.name}-lagging.md"
+    markdown = run_cli(m.config_path, "reconcile", "--settle", "0", "--report", str(report_file))
+    assert markdown.exit_code == 1 and "lagging" in report_file.read_text(), markdown.output
+    m.mirror()
+    code, report = reconcile(m, "--settle", "30")
+    assert code == 0 and only_table(report)["status"] == "in sync", report
+
+
 def _three_ids(m: Mirrored) -> list[int]:
     conn = m.source.connect()
     try:

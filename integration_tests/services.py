@@ -135,6 +135,34 @@ def consume(topic: str, count: int, timeout: float = 90.0) -> list[Record]:
     return records
 
 
+def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
+    """Every record (key, value) the topic holds now, partition by partition, in order."""
+    from confluent_kafka import TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": KAFKA, "group.id": unique("all"), "enable.auto.commit": False}
+    )
+    records: list[Record] = []
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        for p in sorted(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            consumer.assign([TopicPartition(topic, p, low)])
+            deadline = time.monotonic() + timeout
+            offset, idle = low - 1, 0
+            # the last offsets may be transaction markers, which no poll returns
+            while offset < high - 1 and idle < 5 and time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None or msg.error():
+                    idle += 1
+                    continue
+                idle, offset = 0, msg.offset()
+                records.append((msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return records
+
+
 def publish_schema(conn: psycopg.Connection[Any], schema: str) -> None:
     """Let ``cdc`` read the schema's tables and put them in the ``cdcmirror`` publication."""
     conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Producer
 
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
+from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
@@ -125,6 +127,112 @@ def key_change_keeps_toast_values(pg: Mirrored) -> None:
     pg.assert_same()
 
 
+def test_chained_key_changes_keep_unchanged_toast_values(pg: Mirrored) -> None:
+    """Key chains inside one batch (A->B, update, B->C; A->B->C->D; A->B->A; a row inserted
+    in the batch then re-keyed twice): the unchanged TOASTed values follow the chain back to
+    the first key's value, in the batch or stored."""
+    chained_key_changes_keep_toast_values(pg)
+
+
+def _toast_text() -> str:
+    return "(SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 400))"
+
+
+def chained_key_changes_keep_toast_values(pg: Mirrored) -> None:
+    table = pg.source.table
+    with services.pg_connect() as conn:
+        conn.execute(
+            f"UPDATE {table} SET note = {_toast_text()}, tags = ARRAY[{_toast_text()}] "
+            f"WHERE id IN (SELECT id FROM {table} ORDER BY id LIMIT 8)"
+        )
+    sc.settle()
+    pg.mirror()
+    pg.assert_same()
+    with services.pg_connect() as conn:
+        ids = [r[0] for r in conn.execute(f"SELECT id FROM {table} ORDER BY id LIMIT 8")]
+        assert len(ids) == 8
+        n = pg.workload.next_id
+        moves: list[tuple[int, int]] = []
+
+        def rekey(old: int, new: int) -> None:
+            conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (new, old))
+            moves.append((old, new))
+
+        def touch(i: int) -> None:  # the TOASTed columns are placeholders in this event
+            conn.execute(f"UPDATE {table} SET qty = coalesce(qty, 0) / 2 + 1 WHERE id = %s", (i,))
+
+        rekey(ids[0], n)  # A -> B, update, B -> C
+        touch(n)
+        rekey(n, n + 1)
+        rekey(ids[1], n + 2)  # A -> B -> C -> D, updates between
+        touch(n + 2)
+        rekey(n + 2, n + 3)
+        touch(n + 3)
+        rekey(n + 3, n + 4)
+        rekey(ids[2], n + 5)  # A -> B -> A
+        touch(n + 5)
+        rekey(n + 5, ids[2])
+        touch(ids[3])  # an update, then A -> B -> C
+        rekey(ids[3], n + 6)
+        rekey(n + 6, n + 7)
+        conn.execute(  # inserted in the batch with its value, then re-keyed twice
+            f"INSERT INTO {table} (id, note, tags) VALUES (%s, {_toast_text()}, "
+            f"ARRAY[{_toast_text()}])",
+            (n + 8,),
+        )
+        pg.workload.ids.append(n + 8)
+        rekey(n + 8, n + 9)
+        touch(n + 9)
+        rekey(n + 9, n + 10)
+    for old, new in moves:
+        pg.workload.ids.remove(old)
+        pg.workload.ids.append(new)
+    pg.workload.next_id = n + 11
+    sc.settle()
+    pg.mirror()
+    pg.assert_same()
+
+
+def test_toast_value_known_nowhere_is_dead_lettered_not_null(pg: Mirrored) -> None:
+    """The mirror lost a row behind its back, then the source re-keys it: the new key's
+    unchanged TOAST values are known nowhere. The event is dead-lettered with the reason
+    (no NULL written), reconcile --deep lists the key, a full update heals it."""
+    table = pg.source.table
+    with services.pg_connect() as conn:
+        (old,) = conn.execute(
+            f"SELECT id FROM {table} WHERE length(note) > 10000 ORDER BY id LIMIT 1"
+        ).fetchone()
+    pg.spark.sql(f"DELETE FROM {pg.identifier} WHERE id = {old}")
+    new = pg.workload.next_id
+    pg.workload.next_id += 1
+    with services.pg_connect() as conn:
+        conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (new, old))
+    pg.workload.ids.remove(old)
+    pg.workload.ids.append(new)
+    sc.settle()
+    pg.mirror()
+    stored = pg.spark.sql(f"SELECT count(*) FROM {pg.identifier} WHERE id = {new}").first()[0]
+    assert stored == 0, "a row with unknown TOAST values was written"
+    errors = [
+        r.error
+        for r in pg.spark.sql(
+            f"SELECT error FROM {pg.dead_letter} WHERE topic = '{pg.topic}' "
+            "AND error LIKE '%unchanged TOAST%'"
+        ).collect()
+    ]
+    assert len(errors) == 1 and "note" in errors[0], errors
+    code, report = rc.reconcile(pg, "--deep", "--settle", "5")
+    assert code == 1 and rc.only_table(report)["deep"]["missing_keys"] == [{"id": str(new)}]
+    with services.pg_connect() as conn:  # a full row: every value in the event
+        conn.execute(
+            f"UPDATE {table} SET note = note || '.', tags = tags || ARRAY['x'] WHERE id = %s",
+            (new,),
+        )
+    sc.settle()
+    pg.mirror()
+    pg.assert_same()
+
+
 def test_add_column_mid_stream(pg: Mirrored) -> None:
     add_column_mid_stream(pg)
 
@@ -169,6 +277,45 @@ def test_truncate_empties_the_table(pg: Mirrored) -> None:
     sc.settle()
     pg.mirror()
     assert pg.assert_same() > 0
+
+
+def test_replayed_truncate_does_not_move_the_truncate_mark_back(pg: Mirrored) -> None:
+    """TRUNCATE, inserts, TRUNCATE again; then Debezium-style replays of the first TRUNCATE
+    and of the inserts between the two: the mark stays at the second TRUNCATE, so the rows it
+    removed do not come back."""
+    import json
+
+    def truncate_then_insert() -> None:
+        with services.pg_connect() as conn:
+            conn.execute(f"TRUNCATE {pg.source.table}")
+        pg.workload.ids.clear()
+        pg.workload.run(40)
+
+    def op(value: bytes | None) -> str | None:
+        return json.loads(value)["payload"]["op"] if value else None
+
+    truncate_then_insert()
+    sc.settle()
+    pg.mirror()
+    first = len(services.all_records(pg.topic))
+    truncate_then_insert()
+    sc.settle()
+    pg.mirror()
+    mark = pg.spark.sql(f"SHOW TBLPROPERTIES {pg.identifier} ('cdcmirror.truncated-at')")
+    second_mark = mark.first()[1]
+    records = services.all_records(pg.topic)
+    t1 = max(i for i, (_, v) in enumerate(records[:first]) if op(v) == "t")
+    t2 = next(i for i, (_, v) in enumerate(records) if i > t1 and op(v) == "t")
+    replay = [r for r in records[t1:t2] if op(r[1]) in ("t", "c")]
+    assert len(replay) > 10 and op(replay[0][1]) == "t"
+    producer = Producer({"bootstrap.servers": services.KAFKA})
+    for key, value in replay:
+        producer.produce(pg.topic, key=key, value=value)
+    producer.flush(10)
+    pg.mirror()
+    mark = pg.spark.sql(f"SHOW TBLPROPERTIES {pg.identifier} ('cdcmirror.truncated-at')")
+    assert mark.first()[1] == second_mark
+    pg.assert_same()
 
 
 def test_poison_message_goes_to_dead_letter(pg: Mirrored) -> None:

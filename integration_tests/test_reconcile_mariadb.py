@@ -23,6 +23,10 @@ def test_in_sync_after_a_mirrored_workload(maria: Mirrored) -> None:
     rc.in_sync_after_workload(maria, 1500, ["amount (double)", "ratio (float)"])
 
 
+def test_lagging_reported_in_every_format(maria: Mirrored) -> None:
+    rc.lagging_reported_in_every_format(maria)
+
+
 def test_drift_found_with_its_keys_then_repaired(maria: Mirrored) -> None:
     keys_file = rc.drift_found_with_keys(maria)
     rc.repair_heals(maria, keys_file)

@@ -25,6 +25,10 @@ def test_in_sync_after_a_mirrored_workload(pg: Mirrored) -> None:
     )
 
 
+def test_lagging_reported_in_every_format(pg: Mirrored) -> None:
+    rc.lagging_reported_in_every_format(pg)
+
+
 def test_no_false_drift_while_a_workload_runs(pg: Mirrored) -> None:
     rc.no_false_drift_while_workload_runs(pg, 1500)
 

@@ -22,14 +22,7 @@ from cdcmirror.mirror.carriers import (
 )
 from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl, source_length, toastable
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
-from cdcmirror.mirror.merge_sql import (
-    classify_sql,
-    dedupe_sql,
-    key_change_with_placeholders,
-    merge_sql,
-    newer,
-    old_key_fill_sql,
-)
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, newer
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
@@ -156,9 +149,6 @@ def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
     assert "_f_note" in dedupe_sql(table(), "events")
     assert "_kc.p AS _okpos" in dedupe_sql(table(), "events")
     assert "_kc" not in dedupe_sql(table(flavor="mariadb"), "events")
-    assert key_change_with_placeholders(table(flavor="mariadb")) == "false"
-    fill = old_key_fill_sql(table(), "d", "e", "t")
-    assert "e.`id` = n.`_ok_id`" in fill and "e._cdc_position < n._okpos" in fill
     assert "tb._cdc_position" in classify_sql(table(), "d", "t", "tomb", soft=False)
     assert "payload STRUCT<" in envelope_ddl(table(), schemas=True)
     assert not envelope_ddl(table(), schemas=False).startswith("payload")

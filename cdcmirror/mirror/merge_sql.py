@@ -31,7 +31,7 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     """The newest event per key. An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
     key came after that event (or there is none), ``_ok_*`` / ``_okpos`` name the old key
-    and the create's position for ``old_key_fill_sql``; else the stored value is kept."""
+    and the create's position for ``toast_chain.py``; else the stored value is kept."""
     keys = ", ".join(q(k) for k in table.key)
     toast = toastable(table)
     old = old_key_columns(table)
@@ -61,60 +61,8 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     cols += [f"_kc.{q(ok)} AS {q(ok)}" for ok in old]
     if old:
         cols.append("_kc.p AS _okpos")
-    cols += ["n._cdc_op", "n._cdc_position", "n._cdc_source_ts"]
+    cols += ["n._cdc_op", "n._cdc_position", "n._cdc_source_ts", "n._partition", "n._offset"]
     return f"SELECT {', '.join(cols)} FROM ({grouped})"
-
-
-def key_change_with_placeholders(table: MirrorTable) -> str:
-    """SQL condition over decoded events: a key-change create that still has placeholders."""
-    old = old_key_columns(table)
-    if not old:
-        return "false"
-    flags = " OR ".join(q("_t_" + c) for c in toastable(table))
-    return f"({q(old[0])} IS NOT NULL AND ({flags}))"
-
-
-def old_key_fill_sql(table: MirrorTable, deduped: str, events: str, target: str) -> str:
-    """Fill the TOAST placeholders left in key-change creates from the old key's row: the
-    newest value of the old key among this batch's earlier events, else its stored row."""
-    toast = toastable(table)
-    old = old_key_columns(table)
-    keys = ", ".join(f"n.{q(k)}" for k in table.key)
-    on_old = " AND ".join(f"e.{q(k)} = n.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
-    fills = ", ".join(
-        f"max_by(named_struct('v', e.{q(c)}), IF(e._cdc_op = 'd' OR e.{q('_t_' + c)}, NULL, "
-        f"e._cdc_position)) AS {q('_bf_' + c)}"
-        for c in toast
-    )
-    needs = " OR ".join(f"n.{q('_t_' + c)}" for c in toast)
-    batch = (
-        f"SELECT {keys}, {fills} FROM {deduped} n JOIN {events} e ON {on_old} "
-        f"AND e._cdc_position < n._okpos WHERE n.{q(old[0])} IS NOT NULL AND ({needs}) "
-        f"GROUP BY {keys}"
-    )
-    stored = (
-        f"SELECT {', '.join(q(k) for k in table.key)}, {', '.join(q(c) for c in toast)}, "
-        f"true AS _present FROM {target}"
-    )
-    cols = []
-    for c in table.names:
-        if c not in toast:
-            cols.append(f"d.{q(c)}")
-            continue
-        t, bf = q("_t_" + c), q("_bf_" + c)
-        cols.append(
-            f"CASE WHEN NOT d.{t} THEN d.{q(c)} WHEN bf.{bf} IS NOT NULL THEN bf.{bf}.v "
-            f"WHEN o._present THEN o.{q(c)} ELSE d.{q(c)} END AS {q(c)}"
-        )
-        cols.append(f"(d.{t} AND bf.{bf} IS NULL AND o._present IS NULL) AS {t}")
-    cols += [f"d.{q(ok)}" for ok in old]
-    cols += ["d._okpos", "d._cdc_op", "d._cdc_position", "d._cdc_source_ts"]
-    return (
-        f"SELECT {', '.join(cols)} FROM {deduped} d "
-        f"LEFT JOIN ({batch}) bf ON {_on(table, 'd', 'bf')} "
-        f"LEFT JOIN ({stored}) o ON "
-        + " AND ".join(f"o.{q(k)} = d.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
-    )
 
 
 def classify_sql(

@@ -51,15 +51,19 @@ from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
     dedupe_sql,
-    key_change_with_placeholders,
     merge_sql,
     newer,
-    old_key_fill_sql,
     tombstone_merge_sql,
     truncate_sql,
 )
+from cdcmirror.mirror.positions import later_mark
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
+from cdcmirror.mirror.toast_chain import (
+    key_change_with_placeholders,
+    unknown_columns_sql,
+    unknown_sql,
+)
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
 
@@ -374,24 +378,7 @@ class Applier:
         spark = self.batch_spark
         bad = decoded.where("_error IS NOT NULL")
         stats.dead_lettered = bad.count()
-        dead = None
-        if stats.dead_lettered:
-            if self.options.fail_on_dead_letter:
-                first = bad.orderBy("_partition", "_offset").first()
-                raise MirrorError(
-                    f"{table.identifier}: event at {first._topic} partition {first._partition} "
-                    f"offset {first._offset} cannot be applied: {first._error} "
-                    '(mirror.dead_letter = "fail")'
-                )
-            dead = bad.selectExpr(
-                "_topic AS topic",
-                "_partition AS partition",
-                "_offset AS offset",
-                "_key AS key",
-                "_value AS value",
-                "_error AS error",
-                f"'{table.identifier}' AS table_name",
-            )
+        dead = self._dead_letters(bad, table) if stats.dead_lettered else None
         good = decoded.where("_error IS NULL")
         target = spark_name(table.identifier)
         soft = self.options.soft_deletes
@@ -415,7 +402,9 @@ class Applier:
         truncated_at = list(table.truncated_at)
         if agg.truncated_at is not None:
             stats.truncates = agg.truncates
-            truncated_at = [int(x) for x in agg.truncated_at]
+            truncated_at = later_mark(
+                truncated_at, [int(x) for x in agg.truncated_at], source_length(table.dialect)
+            )
             literal = _array_literal(truncated_at)
             self._with_props(
                 props,
@@ -443,8 +432,9 @@ class Applier:
             tombstones = self._tombstone_table(table)
         deduped = spark.sql(dedupe_sql(table, view + "_events"))
         if agg.key_change_fills:
-            deduped.createOrReplaceTempView(view + "_newest")
-            deduped = spark.sql(old_key_fill_sql(table, view + "_newest", view + "_events", target))
+            from cdcmirror.spark.key_chains import fill_key_chains
+
+            deduped = fill_key_chains(spark, table, deduped, view + "_events", target, view)
         deduped.createOrReplaceTempView(view + "_deduped")
         # Computed once, before anything is written: a recomputation after the MERGE below
         # would classify against the new state (localCheckpoint is eager and cuts lineage).
@@ -463,8 +453,13 @@ class Applier:
             stats.updates = counts.get("update", 0)
             stats.deletes = counts.get("delete", 0)
             stats.stale = counts.get("stale", 0)
+            unknown = self._unknown_toast(table, changes, applied, stats)
+            if unknown is not None:
+                dead = unknown if dead is None else dead.unionByName(unknown)
             if stats.inserts or stats.updates or stats.deletes:
-                effective = changes.where("_action IN ('insert', 'update', 'delete')")
+                effective = changes.where(
+                    f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
+                )
                 effective.createOrReplaceTempView(view + "_effective")
                 sql = merge_sql(table, target, view + "_effective", soft)
                 self._with_props(props, lambda: spark.sql(sql), fault=True)
@@ -474,10 +469,61 @@ class Applier:
                 sql = tombstone_merge_sql(table, tombstones, view + "_changes")
                 self._with_props(props, lambda: spark.sql(sql))
         finally:
-            for suffix in ("_events", "_newest", "_deduped", "_changes", "_effective"):
+            for suffix in ("_events", "_walked", "_deduped", "_changes", "_effective"):
                 spark.catalog.dropTempView(view + suffix)
         stats.merge_seconds = time.monotonic() - started
         return dead
+
+    def _dead_letters(self, bad: Any, table: MirrorTable) -> Any:
+        """Decoded events with ``_error`` as dead-letter rows; with ``dead_letter = "fail"``
+        the first one stops the job instead."""
+        if self.options.fail_on_dead_letter:
+            first = bad.orderBy("_partition", "_offset").first()
+            raise MirrorError(
+                f"{table.identifier}: event at {first._topic} partition {first._partition} "
+                f"offset {first._offset} cannot be applied: {first._error} "
+                '(mirror.dead_letter = "fail")'
+            )
+        return bad.selectExpr(
+            "_topic AS topic",
+            "_partition AS partition",
+            "_offset AS offset",
+            "_key AS key",
+            "_value AS value",
+            "_error AS error",
+            f"'{table.identifier}' AS table_name",
+        )
+
+    def _unknown_toast(
+        self, table: MirrorTable, changes: Any, events: Any, stats: TableStats
+    ) -> Any:
+        """The events whose unchanged TOAST value the mirror cannot know, as dead letters
+        (never written as NULL); None when there are none."""
+        condition = unknown_sql(table)
+        if condition == "false":
+            return None
+        unknown = changes.where(condition).selectExpr(
+            "_partition AS _p", "_offset AS _o", f"{unknown_columns_sql(table)} AS _columns"
+        )
+        if unknown.isEmpty():
+            return None
+        reason = (
+            "concat('unchanged TOAST value of column(s) ', _columns, ' is known neither in "
+            "this batch nor in the mirror (the row came through a key change or is not "
+            "stored); the row is left out: `cdcmirror reconcile --deep` lists its key and "
+            "`cdcmirror repair --keys-from` re-reads it')"
+        )
+        bad = events.join(
+            unknown, (events["_partition"] == unknown["_p"]) & (events["_offset"] == unknown["_o"])
+        ).selectExpr("_topic", "_partition", "_offset", "_key", "_value", f"{reason} AS _error")
+        found = unknown.count()
+        stats.dead_lettered += found
+        logger.error(
+            "%s: %d event(s) with unknown unchanged TOAST values dead-lettered",
+            table.identifier,
+            found,
+        )
+        return self._dead_letters(bad, table)
 
     def _tombstone_table(self, table: MirrorTable) -> str:
         name = f"{self.options.internal_namespace}.{table.identifier.split('.')[-1]}__deleted"

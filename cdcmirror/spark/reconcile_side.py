@@ -3,7 +3,7 @@ bucketed row checksums and the rows of chosen buckets, computed like the source 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from cdcmirror.mirror.envelope import spark_name
@@ -11,6 +11,18 @@ from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
 
 LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
+
+
+def aware(ts: datetime | None) -> datetime | None:
+    """A timestamp read back from Spark, as an aware UTC time: PySpark hands TIMESTAMP values
+    over as naive datetimes in the Python process's local time zone.
+
+    >>> aware(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)).isoformat()
+    '2026-01-02T03:04:05+00:00'
+    """
+    if ts is None:
+        return None
+    return ts.astimezone(UTC)  # naive: taken as local time, which is what PySpark gave
 
 
 class MirrorTables:
@@ -31,7 +43,7 @@ class MirrorTables:
             f"max(_cdc_source_ts) AS ts FROM {self._fresh(identifier)}"
         ).first()
         position = [int(x) for x in row.pos] if row.pos is not None else None
-        return int(row.n), position, row.ts
+        return int(row.n), position, aware(row.ts)
 
     def bucket_sums(self, identifier: str, shape: RowShape, buckets: int) -> BucketSums:
         rows = self.spark.sql(
