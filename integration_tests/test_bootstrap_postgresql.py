@@ -100,6 +100,39 @@ def _tables(src: PgSource) -> dict[str, object]:
     return {name: catalog.load_table(f"{src.namespace}.{name}") for name in EXPECTED}
 
 
+def test_tables_without_replica_identity_stop_bootstrap_before_anything(
+    pg_source: PgSource,
+) -> None:
+    """The published schema has a keyless table and one keyed by a unique index: PostgreSQL
+    refuses UPDATE and DELETE on them. bootstrap (and its dry run) stops with exit 2 before
+    anything is created, naming each table and the statement that fixes it."""
+    table = f"{pg_source.schema}.events_log"
+    with services.pg_connect() as conn, pytest.raises(Exception, match="replica identity"):
+        conn.execute(f"DELETE FROM {table}")
+    for args in (["--dry-run"], []):
+        result = run_cli(pg_source.config, "bootstrap", *args)
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+        assert f"ALTER TABLE {table} REPLICA IDENTITY FULL;" in result.output
+        assert (
+            f"ALTER TABLE {pg_source.schema}.by_email REPLICA IDENTITY USING INDEX "
+            in result.output
+        )
+        assert "measurements" not in result.output and ".numbers" not in result.output
+    catalog = load_catalog(load_config(pg_source.config, environ={}))
+    assert not catalog.list_namespaces() or (pg_source.namespace,) not in (
+        catalog.list_namespaces()
+    ), "nothing may be created"
+    statements = [
+        line.strip() for line in result.output.splitlines() if line.strip().startswith("ALTER")
+    ]
+    assert len(statements) == 2, result.output
+    with services.pg_connect() as conn:
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"DELETE FROM {table} WHERE false")  # allowed again
+
+
 def test_bootstrap_creates_mapped_tables_and_a_running_connector(pg_source: PgSource) -> None:
     result = run_cli(pg_source.config, "bootstrap", "--output", "json")
     assert result.exit_code == 0, result.output
