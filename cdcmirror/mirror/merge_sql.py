@@ -99,7 +99,9 @@ def classify_sql(
 
 def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
-    guarded by position so a concurrent or repeated run cannot go backwards."""
+    guarded by position so a concurrent or repeated run cannot go backwards. Only a row
+    classified ``insert`` is inserted: an ``update`` whose row another writer deleted since
+    the classification must not come back through the insert branch."""
     n = source_length(table.dialect)
     guard = newer("s._cdc_position", "t._cdc_position", n)
     toast = set(toastable(table))
@@ -133,7 +135,7 @@ def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
         f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
         f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
         f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false "
-        f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({columns}) "
+        f"WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({columns}) "
         f"VALUES ({insert_values}, false){absent}"
     )
 
