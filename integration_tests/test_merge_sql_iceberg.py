@@ -17,8 +17,7 @@ TABLE = MirrorTable(
     columns=(MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string")),
 )
 CHANGES = (
-    "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, "
-    "_action)"
+    "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _action)"
 )
 
 
