@@ -161,6 +161,19 @@ def check(ctx: click.Context) -> None:
         )
     debezium = sorted(p for p in plugins if p.startswith("io.debezium."))
     click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
+    from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.connector_health import connector_problem
+    from cdcmirror.exceptions import ConnectorError
+
+    name = connector_name(str(config.get("source", "name")))
+    if name not in ConnectClient(connect).names():
+        click.echo(f"connector -- {name} is not registered yet (`cdcmirror bootstrap` does it)")
+    else:
+        problem = connector_problem(connect, name)
+        if problem:
+            raise ConnectorError(problem)
+        click.echo(f"connector ok {name} RUNNING")
     if config.get("kafka", "format") == "avro":
         from cdcmirror.bootstrap.run import require_registry
 

@@ -3,7 +3,10 @@ table equals the source, row by row, after every step."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -11,8 +14,9 @@ from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
+from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import Source, Workload, create_table_sql
+from integration_tests.mirror_env import Source, Workload, create_table_sql, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 
 SEED = 1121
@@ -54,6 +58,71 @@ def maria_mirrored(
 @pytest.fixture(scope="module")
 def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
     yield from maria_mirrored(spark_world, 1000)
+
+
+def _connector_states(name: str) -> list[str]:
+    status = ConnectClient(services.CONNECT).status(name)
+    return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+
+
+def test_a_table_debezium_cannot_parse_outside_include_does_not_stop_it(
+    stack: Stack, mariadb: None, spark_world: SparkWorld
+) -> None:
+    """An INET6 column (Debezium's DDL parser cannot read it) in another database of the same
+    server, there before the snapshot and created while streaming, visible to the connector's
+    user: the connector keeps running and the mirrored table stays equal to the source."""
+    other = services.unique("other_db")
+    admin = services.maria_connect()
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {other}")
+        cur.execute(f"CREATE TABLE {other}.addrs (id int PRIMARY KEY, addr inet6)")
+        for host in ("127.0.0.1", "localhost"):
+            cur.execute(f"GRANT SELECT ON {other}.* TO 'cdc'@'{host}'")
+    mirrored = maria_mirrored(spark_world, 100)
+    m = next(mirrored)
+    try:
+        sc.workload_then_same(m, 200)
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE TABLE {other}.addrs2 (id int PRIMARY KEY, addr inet6)")
+            cur.execute(f"INSERT INTO {other}.addrs2 VALUES (1, '::1')")
+            cur.execute(f"ALTER TABLE {other}.addrs ADD COLUMN addr2 inet6")
+        sc.workload_then_same(m, 200)
+        assert set(_connector_states(f"cdcmirror-{m.name}")) == {"RUNNING"}
+        failed_connector_is_reported(m, admin)
+    finally:
+        mirrored.close()
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {other}")
+        admin.close()
+
+
+def failed_connector_is_reported(m: Mirrored, admin: Any) -> None:
+    """A mirrored table gets a column Debezium cannot parse: its task FAILS at the next row
+    event. `check` and `reconcile` exit 2 and `mirror` logs it, naming the connector, the
+    state and the cause."""
+    name = f"cdcmirror-{m.name}"
+    with admin.cursor() as cur:
+        cur.execute(f"ALTER TABLE {m.source.table} ADD COLUMN addr inet6")
+        cur.execute(f"UPDATE {m.source.table} SET addr = '::1' WHERE id % 2 = 0")
+    deadline = time.monotonic() + 60
+    while "FAILED" not in _connector_states(name) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert "FAILED" in _connector_states(name)
+    check = run_cli(m.config_path, "check")
+    assert check.exit_code == 2, check.output
+    assert f"connector '{name}': task 0 is FAILED" in check.output, check.output
+    assert "restart?includeTasks=true" in check.output
+    code, report = _reconcile_json(m)
+    assert code == 2 and report["tables"][0]["status"] == "error", report
+    assert f"connector '{name}'" in report["tables"][0]["error"]
+    job = run_mirror_process(m.config_path)  # its log is on stderr
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert f"connector '{name}': task 0 is FAILED" in job.stderr, job.stderr[-3000:]
+
+
+def _reconcile_json(m: Mirrored) -> tuple[int, dict[str, Any]]:
+    result = run_cli(m.config_path, "reconcile", "--output", "json", "--settle", "0")
+    return result.exit_code, json.loads(result.stdout)
 
 
 def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:

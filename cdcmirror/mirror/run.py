@@ -83,7 +83,9 @@ class CatalogAccess:
 
 
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
+    from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.connector_health import connector_problem
     from cdcmirror.maintain.run import settings_of
     from cdcmirror.mirror.registry import SchemaRegistry
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
@@ -93,6 +95,15 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     catalog = load_catalog(config)
     tables = load_tables(config, catalog, only)
     access = CatalogAccess(config, catalog)
+    connect_url = str(config.get("connect", "url"))
+    connector = connector_name(str(config.get("source", "name")))
+
+    def source_health() -> str | None:
+        return connector_problem(connect_url, connector)
+
+    problem = source_health()
+    if problem:
+        logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
     logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
     spark = build_spark_session(config, "cdcmirror-mirror")
     options = ApplierOptions(
@@ -106,6 +117,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
         if config.get("kafka", "format") == "avro"
         else None,
+        source_health=source_health,
     )
     applier = Applier(
         spark,

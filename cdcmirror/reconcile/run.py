@@ -192,7 +192,9 @@ def table_shapes(catalog: SourceCatalog, tables: list[MirrorTable]) -> dict[str,
 def reconcile(
     config: Config, options: ReconcileOptions, progress: Callable[[str], None]
 ) -> tuple[list[TableCheck], datetime]:
+    from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.connector_health import connector_problem
     from cdcmirror.mirror.run import load_tables
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
@@ -220,4 +222,10 @@ def reconcile(
         run.snapshots(catalog)
     finally:
         engine.dispose()
+    problem = connector_problem(
+        str(config.get("connect", "url")), connector_name(str(config.get("source", "name")))
+    )
+    if problem:  # the counts may agree now, but no change reaches the mirror any more
+        for check in run.checks.values():
+            check.error = check.error or problem
     return [run.checks[t.identifier] for t in tables], datetime.now(tz=UTC)

@@ -120,6 +120,8 @@ class ApplierOptions:
     maintain_every: int = 0  # run `maintain` on the mirrored tables every N batches (0: off)
     maintain_settings: MaintainSettings | None = None
     registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
+    # what is wrong with the source connector (FAILED, PAUSED), None when it runs
+    source_health: Callable[[], str | None] | None = None
 
 
 class CatalogHooks:
@@ -187,6 +189,9 @@ class Applier:
             for s in stats:
                 log = logger.error if s.stopped else logger.info
                 log("mirror batch %s", s.line(batch_id))
+            problem = self.options.source_health() if self.options.source_health else None
+            if problem:
+                logger.error("mirror batch %d: %s", batch_id, problem)
             every = self.options.maintain_every
             if every and batch_id > 0 and batch_id % every == 0:
                 self._maintain()

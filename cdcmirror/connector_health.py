@@ -1,0 +1,81 @@
+"""Is the source's Debezium connector alive? A FAILED or PAUSED connector or task means no
+change reaches Kafka any more, and the mirror would look idle: every command that can see it
+says so, naming the connector, its state and the cause from the trace. Pure, but for
+``connector_problem`` (one REST call)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cdcmirror.exceptions import CdcMirrorError
+
+logger = logging.getLogger(__name__)
+
+BAD_STATES = ("FAILED", "PAUSED", "STOPPED", "UNASSIGNED")
+
+
+def trace_summary(trace: str) -> str:
+    """The trace's first line and, when there is one, its deepest cause.
+
+    >>> trace_summary("a.B: boom\\n\\tat x\\nCaused by: c.D: parse failed\\n\\tat y")
+    'a.B: boom (cause: c.D: parse failed)'
+    """
+    lines = [line.strip() for line in trace.splitlines() if line.strip()]
+    if not lines:
+        return "no trace"
+    causes = [line[len("Caused by: ") :] for line in lines if line.startswith("Caused by: ")]
+    first = lines[0][:300]
+    return f"{first} (cause: {causes[-1][:300]})" if causes else first
+
+
+def status_problem(name: str, status: dict[str, Any], connect_url: str) -> str | None:
+    """What is wrong with a connector, from its ``/status``; None when it and every task run.
+
+    >>> status_problem("c", {"connector": {"state": "RUNNING"},
+    ...     "tasks": [{"id": 0, "state": "RUNNING"}]}, "http://h:8083") is None
+    True
+    >>> status_problem("c", {"connector": {"state": "RUNNING"}, "tasks": [{"id": 0,
+    ...     "state": "FAILED", "trace": "x.Y: bad"}]}, "http://h:8083").split(".")[0]
+    "connector 'c': task 0 is FAILED: x"
+    """
+    parts = []
+    connector = status.get("connector", {})
+    if connector.get("state") in BAD_STATES:
+        trace = connector.get("trace")
+        parts.append(
+            f"the connector is {connector['state']}"
+            + (f": {trace_summary(trace)}" if trace else "")
+        )
+    for task in status.get("tasks", []):
+        if task.get("state") in BAD_STATES:
+            trace = task.get("trace")
+            parts.append(
+                f"task {task.get('id')} is {task['state']}"
+                + (f": {trace_summary(trace)}" if trace else "")
+            )
+    if not status.get("tasks") and connector.get("state") == "RUNNING":
+        parts.append("it has no task")
+    if not parts:
+        return None
+    return (
+        f"connector {name!r}: {'; '.join(parts)}. No change reaches Kafka until it runs again: "
+        "fix the cause (Kafka Connect's log has the whole trace), then `curl -X POST "
+        f"'{connect_url}/connectors/{name}/restart?includeTasks=true&onlyFailed=true'`"
+    )
+
+
+def connector_problem(connect_url: str, name: str) -> str | None:
+    """``status_problem`` of the live connector. None too when it is not registered (e.g.
+    bootstrap ``--no-connector``) or Connect cannot be reached (logged: ``check`` is the
+    command that fails on that)."""
+    from cdcmirror.connect_client import ConnectClient
+
+    client = ConnectClient(connect_url, timeout=10.0)
+    try:
+        if name not in client.names():
+            return None
+        return status_problem(name, client.status(name), connect_url)
+    except CdcMirrorError as exc:
+        logger.warning("connector %s: its state cannot be read: %s", name, exc)
+        return None
