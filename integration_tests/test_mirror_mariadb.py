@@ -4,13 +4,17 @@ table equals the source, row by row, after every step."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cdcmirror.config import load_config
 from cdcmirror.connect_client import ConnectClient
+from cdcmirror.mirror.run import mirror
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
@@ -123,6 +127,48 @@ def failed_connector_is_reported(m: Mirrored, admin: Any) -> None:
 def _reconcile_json(m: Mirrored) -> tuple[int, dict[str, Any]]:
     result = run_cli(m.config_path, "reconcile", "--output", "json", "--settle", "0")
     return result.exit_code, json.loads(result.stdout)
+
+
+def test_tinyint1_key_keeps_every_key_and_a_non_boolean_value_is_dead_lettered(
+    stack: Stack, mariadb: None, spark_world: SparkWorld
+) -> None:
+    """tinyint(1) is MySQL's BOOLEAN, but a key of that type holds 0..127: mapped to int it
+    keeps every row. A non-key tinyint(1) holding 7 is not guessed as true: dead-lettered."""
+    database = services.unique("mir_tiny")
+    admin = services.maria_connect()
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {database}")
+        for host in ("127.0.0.1", "localhost"):
+            cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
+        cur.execute(f"CREATE TABLE {database}.flags (k tinyint(1) PRIMARY KEY, f tinyint(1))")
+        cur.execute(f"INSERT INTO {database}.flags VALUES (0, 0), (1, 1), (2, 1), (3, 0)")
+    config = make_config(spark_world.config.base_dir, database, "mysql", f"{database}.*", database)
+    try:
+        bootstrap(config)
+        sc.settle()
+        mirror_once(config)
+        table = f"{database}_mirror.flags"
+        rows = spark_world.spark.sql(f"SELECT k, f FROM {table} ORDER BY k").collect()
+        assert [tuple(r) for r in rows] == [(0, False), (1, True), (2, True), (3, False)]
+        with admin.cursor() as cur:
+            cur.execute(f"INSERT INTO {database}.flags VALUES (4, 7)")
+        sc.settle()
+        mirror_once(config)
+        assert spark_world.spark.sql(f"SELECT * FROM {table} WHERE k = 4").count() == 0
+        dead = spark_world.spark.sql(
+            f"SELECT error FROM {database}_mirror__cdcmirror.dead_letter"
+        ).collect()
+        assert len(dead) == 1 and "column f: value does not convert" in dead[0].error, dead
+    finally:
+        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {database}")
+        admin.close()
+
+
+def mirror_once(config: Path) -> None:
+    os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
+    mirror(load_config(config), available_now=True)
 
 
 def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
@@ -155,6 +155,12 @@ def _doc(source_type: str, domain: str | None, comment: str | None) -> str:
     return f"{doc}; {comment}" if comment else doc
 
 
+def lossless_for_keys(options: MappingOptions | None) -> MappingOptions:
+    """The mapping options for a key column: never a lossy mapping (tinyint(1) as boolean
+    would merge the keys 1, 2, 3 into one row)."""
+    return replace(options or MappingOptions(), tinyint1_as_boolean=False)
+
+
 def desired_table(
     catalog: SourceCatalog,
     table: SourceTable,
@@ -175,12 +181,17 @@ def desired_table(
                 "(cdcmirror's own columns do); rename the column or leave the table out"
             )
             continue
+        required = col.name in table.key
         try:
-            m = map_column(catalog.dialect, f"{table.qualified}.{col.name}", col.type, options)
+            m = map_column(
+                catalog.dialect,
+                f"{table.qualified}.{col.name}",
+                col.type,
+                lossless_for_keys(options) if required else options,
+            )
         except UnsupportedTypeError as exc:
             errors.append(str(exc))
             continue
-        required = col.name in table.key
         columns.append(
             IcebergColumn(
                 col.name, m.iceberg, required, _doc(col.type.text, col.type.domain, col.comment)

@@ -158,8 +158,8 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
     if iceberg == "boolean":
         if k == "boolean":
             return w
-        if k in _INT_KINDS:  # MySQL tinyint(1)
-            return f"({w} <> 0)"
+        if k in _INT_KINDS:  # MySQL tinyint(1); another number does not convert (dead letter)
+            return f"CASE {w} WHEN 0 THEN false WHEN 1 THEN true END"
     if iceberg == "string":
         if carrier.is_decimal:
             return f"{DECIMAL_TEXT_UDF}({w}, {carrier.scale or 0})"
