@@ -2,36 +2,47 @@
 
 ``GET {url}/schemas/ids/{id}`` answers ``{"schema": "<Avro schema JSON>"}`` on Confluent's
 Schema Registry and on Apicurio Registry's compatible API (``/apis/ccompat/v7``). A schema
-id never changes its schema, so each id is fetched once per process.
+id never changes its schema, so each id found is fetched once per process. An id not found
+(404) is asked again a few times with a short backoff, and again on every later batch: a
+registry replica can lag behind the one the connector registered with, and a missing id is
+never remembered as missing for the life of the job.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 
 from cdcmirror.exceptions import ServiceUnavailableError
 
+NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answered 404
+
 
 class SchemaRegistry:
-    def __init__(self, url: str, timeout: float = 15.0) -> None:
+    def __init__(
+        self, url: str, timeout: float = 15.0, retries: tuple[float, ...] = NOT_FOUND_RETRIES
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.retries = retries
         self._cache: dict[int, str] = {}
-        self._missing: set[int] = set()
         self._lock = threading.Lock()
 
     def schemas(self, ids: list[int]) -> dict[int, str]:
         """The schema text of each id the registry has; ids it does not have are left out
         (their events go to the dead-letter table)."""
         with self._lock:
-            for sid in sorted(set(ids) - set(self._cache) - self._missing):
+            for sid in sorted(set(ids) - set(self._cache)):
                 text = self._fetch(sid)
-                if text is None:
-                    self._missing.add(sid)
-                else:
+                for pause in self.retries:
+                    if text is not None:
+                        break
+                    time.sleep(pause)
+                    text = self._fetch(sid)
+                if text is not None:
                     self._cache[sid] = text
             return {sid: self._cache[sid] for sid in ids if sid in self._cache}
 
