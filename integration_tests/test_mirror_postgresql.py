@@ -251,6 +251,23 @@ def add_column_mid_stream(pg: Mirrored) -> None:
     assert kind == "decimal(10,2)"
 
 
+def test_decimal_precision_increase_mid_stream(pg: Mirrored) -> None:
+    """numeric(10,2) -> numeric(20,2) at the source: the Iceberg column widens to
+    decimal(20,2) and values past the old precision arrive whole (not NULL, not dead)."""
+    assert "extra" in pg.extra_columns, "runs after test_add_column_mid_stream"
+    with services.pg_connect() as conn:
+        conn.execute(f"ALTER TABLE {pg.source.table} ALTER COLUMN extra TYPE numeric(20,2)")
+        conn.execute(
+            f"UPDATE {pg.source.table} SET extra = 123456789012345678.91 + id WHERE id % 5 = 0"
+        )
+    pg.workload.run(50)
+    sc.settle()
+    pg.mirror()
+    kind = pg.spark.sql(f"SELECT typeof(extra) FROM {pg.identifier} LIMIT 1").first()[0]
+    assert kind == "decimal(20,2)"
+    pg.assert_same()
+
+
 def test_crash_after_commit_before_checkpoint(pg: Mirrored) -> None:
     sc.crash_after_commit_then_restart(pg, 300)
 

@@ -70,6 +70,9 @@ def plan_evolution(table: MirrorTable, fields: list[dict[str, Any]]) -> Evolutio
                 evo.add.append(MirrorColumn(name, iceberg, carrier))
             continue
         if carrier == col.carrier:
+            # a decimal's carrier holds only its scale: a precision increase shows in the type
+            if iceberg is not None and is_widening(col.iceberg, iceberg):
+                evo.widen.append((name, col.iceberg, iceberg))
             continue
         if iceberg == col.iceberg:
             evo.carriers[name] = carrier
