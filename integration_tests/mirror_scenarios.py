@@ -4,6 +4,7 @@ source row by row, all columns."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from confluent_kafka import Producer
@@ -88,6 +89,34 @@ def poison_goes_to_dead_letter(m: Mirrored) -> None:
     errors = poison_then_mirror(m, poison)
     for _, value in poison:
         assert errors.get(value), (value, errors)
+    m.assert_same()
+
+
+def malformed_events_never_wedge_or_guess(m: Mirrored) -> None:
+    """Real events bent out of shape: a `schema` that is not an object, a field list that is
+    not a list, and base64 that is not base64 in a decimal, a wide decimal and a bytes
+    column. The batch goes on (no crash loop), nothing is read as 0 or empty: the bad
+    values are dead-lettered and the table stays equal to the source."""
+    m.mirror()
+    real = next(
+        json.loads(v)
+        for _, v in reversed(services.all_records(m.topic))
+        if v and json.loads(v)["payload"]["op"] in ("c", "u", "r")
+    )
+    bad_schema = {**real, "schema": "not a schema"}
+    bad_fields = {**real, "schema": {**real["schema"], "fields": "not a list"}}
+    poison = [(json.dumps(bad_schema).encode(), None), (json.dumps(bad_fields).encode(), None)]
+    for column in ("price", "wide", "data"):
+        bent = json.loads(json.dumps(real))
+        bent["payload"]["after"][column] = "!!not base64!!"
+        poison.append((json.dumps(bent).encode(), column))
+    errors = poison_then_mirror(m, [(b'{"id": 1}', value) for value, _ in poison])
+    for value, column in poison:
+        if column is not None:
+            assert f"column {column}: value does not convert" in (errors.get(value) or ""), (
+                column,
+                errors.get(value),
+            )
     m.assert_same()
 
 

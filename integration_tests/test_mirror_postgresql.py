@@ -339,6 +339,10 @@ def test_poison_message_goes_to_dead_letter(pg: Mirrored) -> None:
     sc.poison_goes_to_dead_letter(pg)
 
 
+def test_malformed_events_never_wedge_the_job_or_become_a_guess(pg: Mirrored) -> None:
+    sc.malformed_events_never_wedge_or_guess(pg)
+
+
 @pytest.fixture(scope="module")
 def pg_schemaless(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
     yield from mirrored(spark_world, "json-schemaless", 1000)

@@ -15,6 +15,7 @@ see ``cdcmirror/typemap.py``). A fixed-scale Decimal carrier records its scale
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,12 @@ def wire_type(carrier: Carrier) -> str:
     raise CarrierError(f"no JSON reading for carrier {carrier}")
 
 
+def base64_sql(w: str) -> str:
+    """Base64 text -> bytes; NULL (so: a dead letter) when it is not base64. Spark's
+    ``unbase64`` would give empty bytes, i.e. a wrong value (0 for a decimal)."""
+    return f"try_to_binary({w}, 'base64')"
+
+
 def _decimal_expr(w: str, precision: int, scale: int) -> str:
     """Base64 big-endian two's complement unscaled bytes -> decimal(p,s), in Spark SQL.
 
@@ -95,7 +102,7 @@ def _decimal_expr(w: str, precision: int, scale: int) -> str:
     into its magnitude (invert the digits, add one) so every partial sum stays within the
     value itself: ``hi * 2^64 + lo`` with both halves unsigned (``conv``), exact in 38 digits.
     """
-    b = f"unbase64({w})"
+    b = base64_sql(w)
     neg = f"(substr(hex({b}), 1, 1) >= '8')"
     h = f"lpad(hex({b}), 32, IF({neg}, 'F', '0'))"
     m = f"IF({neg}, translate({h}, '0123456789ABCDEF', 'FEDCBA9876543210'), {h})"
@@ -166,7 +173,7 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         if n == VARIABLE_SCALE:
             return f"{DECIMAL_TEXT_UDF}({w}.value, {w}.scale)"
         if k == "bytes":  # include.unknown.datatypes: the value's text as bytes
-            return f"CAST(unbase64({w}) AS STRING)"
+            return f"CAST({base64_sql(w)} AS STRING)"
         if k == "string":
             return w
     match = _ICEBERG_DECIMAL.match(iceberg)
@@ -188,9 +195,9 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         return f"timestamp_micros(IF({julian}, {_proleptic_micros(micros)}, {micros}))"
     if iceberg == "binary":
         if n.startswith(GEOMETRY_PREFIX):
-            return f"unbase64({w}.wkb)"
+            return base64_sql(f"{w}.wkb")
         if k == "bytes":
-            return f"unbase64({w})"
+            return base64_sql(w)
     raise CarrierError(f"cannot convert carrier {_text(carrier)} to Iceberg {iceberg}")
 
 
@@ -296,7 +303,11 @@ def decimal_text(value: str | None, scale: int | None) -> str | None:
     """
     if value is None or scale is None:
         return None
-    unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None  # not base64: the event is dead-lettered, never read as 0
+    unscaled = int.from_bytes(raw, "big", signed=True)
     digits = str(abs(unscaled))
     if scale > 0:
         digits = digits.rjust(scale + 1, "0")

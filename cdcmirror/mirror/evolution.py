@@ -40,13 +40,29 @@ class Evolution:
         return table.with_columns(cols + tuple(self.add))
 
 
-def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The field schemas of ``after`` (else ``before``) in a Connect JSON envelope schema."""
-    fields = {f.get("field"): f for f in envelope_schema.get("fields") or []}
+def row_fields(envelope_schema: Any) -> list[dict[str, Any]] | None:
+    """The field schemas of ``after`` (else ``before``) in a Connect JSON envelope schema;
+    None when there are none or the schema is malformed (its event is then judged by the
+    decoder: dead-lettered when its payload cannot be applied).
+
+    >>> row_fields({"fields": [{"field": "after", "fields": [{"field": "id"}]}]})
+    [{'field': 'id'}]
+    >>> row_fields("not a schema"), row_fields({"fields": "x"}), row_fields({"fields": [1]})
+    (None, None, None)
+    """
+    if not isinstance(envelope_schema, dict):
+        return None
+    listed = envelope_schema.get("fields")
+    if not isinstance(listed, list):
+        return None
+    fields = {f.get("field"): f for f in listed if isinstance(f, dict)}
     for name in ("after", "before"):
         row = fields.get(name)
-        if row and row.get("fields"):
-            return list(row["fields"])
+        inner = row.get("fields") if isinstance(row, dict) else None
+        if isinstance(inner, list) and inner:
+            if not all(isinstance(f, dict) and isinstance(f.get("field"), str) for f in inner):
+                return None
+            return list(inner)
     return None
 
 

@@ -36,7 +36,7 @@ from cdcmirror.mirror.avro import (
     connect_schema,
     decode_function,
 )
-from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
+from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, CarrierError, decimal_text
 from cdcmirror.mirror.envelope import (
     checked_exprs,
     decoded_exprs,
@@ -328,7 +328,7 @@ class Applier:
         if not isinstance(value, dict):
             return table, None
         if self.options.schemas:
-            return self._evolve_to(table, row_fields(value.get("schema") or {}))
+            return self._evolve_to(table, row_fields(value.get("schema")))
         row = value.get("after") or value.get("before") or {}
         if not isinstance(row, dict):
             return table, None
@@ -352,7 +352,12 @@ class Applier:
         """Evolution from the row's field schemas (JSON with schemas, Avro)."""
         if fields is None:
             return table, None
-        evo = plan_evolution(table, fields)
+        try:
+            evo = plan_evolution(table, fields)
+        except (CarrierError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            # a malformed event schema: its event is judged by the decoder (dead letter)
+            logger.warning("%s: an event schema cannot be read: %s", table.identifier, exc)
+            return table, None
         if evo.errors:
             return table, "; ".join(evo.errors)
         if evo.changes:
