@@ -3,6 +3,7 @@ table equals the source, row by row, after every step."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +15,7 @@ from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import Source, Workload, create_table_sql
+from integration_tests.mirror_env import Source, Workload, continuous_mirror, create_table_sql
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 
 SEED = 20261121
@@ -355,6 +356,36 @@ def test_json_without_schemas_same_workload(pg_schemaless: Mirrored) -> None:
 
 def test_dead_letter_fail_mode_stops_at_the_event(pg_schemaless: Mirrored) -> None:
     sc.dead_letter_fail_stops_naming_the_offset(pg_schemaless)
+
+
+def test_json_without_schemas_running_job_follows_a_widened_column(
+    pg_schemaless: Mirrored,
+) -> None:
+    """integer -> bigint at the source and `cdcmirror bootstrap` widening the Iceberg column
+    while the job runs: values past the int range then arrive whole in the running job,
+    never wrapped to another number."""
+    m = pg_schemaless
+    with continuous_mirror(m.config_path) as job:
+        time.sleep(20)  # the job has started and decodes with the int column
+        with services.pg_connect() as conn:
+            conn.execute(f"ALTER TABLE {m.source.table} ALTER COLUMN qty TYPE bigint")
+        bootstrap(m.config_path)
+        with services.pg_connect() as conn:
+            conn.execute(f"UPDATE {m.source.table} SET qty = 3000000000 + id WHERE id % 4 = 0")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            job.assert_alive()
+            big = m.spark.sql(
+                f"SELECT count(*) FROM {m.identifier} WHERE qty > 2147483647"
+            ).first()[0]
+            if big:
+                break
+            time.sleep(3)
+            m.spark.sql(f"REFRESH TABLE {m.identifier}")
+        time.sleep(10)
+    m.assert_same()
+    kind = m.spark.sql(f"SELECT typeof(qty) FROM {m.identifier} LIMIT 1").first()[0]
+    assert kind == "bigint"
 
 
 @pytest.fixture(scope="module")

@@ -158,8 +158,8 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
             return f"CAST({w} * 1000 AS {target})"
         if n == "io.debezium.time.NanoTime":
             return f"CAST(div({w}, 1000) AS {target})"
-        if k in _INT_KINDS:
-            return f"CAST({w} AS {target})"
+        if k in _INT_KINDS:  # out of range: NULL, so a dead letter, never a wrapped number
+            return f"try_cast({w} AS {target})"
     if iceberg in ("float", "double") and k in ("float32", "float64", "float", "double"):
         return f"CAST({w} AS {iceberg.upper()})"
     if iceberg == "boolean":

@@ -332,12 +332,12 @@ class Applier:
         row = value.get("after") or value.get("before") or {}
         if not isinstance(row, dict):
             return table, None
+        # the events do not say their types: `cdcmirror bootstrap` may have widened or added
+        # columns since the last batch, so the batch decodes with the table as it is now
+        table = self.hooks.reload(table)
+        with self._lock:
+            self.tables[table.topic] = table
         missing = unknown_names(table, list(row))
-        if missing:
-            table = self.hooks.reload(table)
-            with self._lock:
-                self.tables[table.topic] = table
-            missing = unknown_names(table, list(row))
         if missing:
             return table, (
                 f"the events have column(s) {', '.join(missing)} that the Iceberg table lacks; "
