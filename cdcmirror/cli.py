@@ -174,10 +174,26 @@ def check(ctx: click.Context) -> None:
         if problem:
             raise ConnectorError(problem)
         click.echo(f"connector ok {name} RUNNING")
+    for warning in _slot_warnings(config):
+        click.echo(f"warning: {warning}", err=True)
     if config.get("kafka", "format") == "avro":
         from cdcmirror.bootstrap.run import require_registry
 
         click.echo(f"registry ok  {require_registry(config)}")
+
+
+def _slot_warnings(config: Any) -> list[str]:
+    """Inactive cdcmirror replication slots on a PostgreSQL source (they hold WAL)."""
+    if config.get("source", "dialect") != "postgresql":
+        return []
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.slots import cdcmirror_slots, inactive_warning
+
+    engine = open_engine(config)
+    try:
+        return [w for s in cdcmirror_slots(engine) if (w := inactive_warning(s))]
+    finally:
+        engine.dispose()
 
 
 PROGRESS_BAR_MIN_TABLES = 20
@@ -309,6 +325,8 @@ def reconcile_cmd(
         max_keys=int(config.get("reconcile", "max_keys")),
     )
     checks, now = reconcile(config, options, progress=_say)
+    for warning in _slot_warnings(config):
+        _say(f"warning: {warning}")
     source = f"{config.get('source', 'name')} -> {config.get('iceberg', 'namespace')}"
     if report_path:
         Path(report_path).write_text(result_markdown(checks, now, source))
@@ -320,6 +338,47 @@ def reconcile_cmd(
     else:
         click.echo(result_text(checks, now))
     sys.exit(exit_code(checks))
+
+
+@cli.command("teardown")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option("--yes", is_flag=True, help="Remove without asking (needed to remove anything).")
+@click.option("--topics", is_flag=True, help="Also delete the source's Kafka topics.")
+@click.option("--checkpoint", is_flag=True, help="Also delete the streaming checkpoint.")
+@click.option("--tables", is_flag=True, help="Also drop the mirrored Iceberg tables (the data).")
+@click.pass_context
+@handle_errors
+def teardown_cmd(
+    ctx: click.Context, dry_run: bool, yes: bool, topics: bool, checkpoint: bool, tables: bool
+) -> None:
+    """Remove the mirror: its Debezium connector and PostgreSQL replication slot (which
+    otherwise holds WAL until the source's disk is full), its signal rows; with flags its
+    topics, checkpoint and Iceberg tables. Exit 1 when something could not be removed."""
+    from cdcmirror.config import load_config
+    from cdcmirror.exceptions import ConfigError
+    from cdcmirror.teardown.plan import plan_teardown
+    from cdcmirror.teardown.run import execute, gather
+
+    config = load_config(ctx.obj["config_path"])
+    steps = plan_teardown(gather(config), topics, checkpoint, tables)
+    listing = "\n".join(f"  {s.line()}" for s in steps) or "  (nothing: no part of it exists)"
+    if dry_run or not steps:
+        click.echo(f"teardown would remove:\n{listing}" if steps else listing.strip())
+        return
+    if not yes:
+        raise ConfigError(
+            f"teardown removes:\n{listing}\nrun again with --yes to remove it "
+            "(--dry-run only lists)"
+        )
+    left = execute(config, steps, _say)
+    failed = {id(step) for step, _ in left}
+    for step in steps:
+        if id(step) not in failed:
+            click.echo(f"removed {step.line()}")
+    if left:
+        lines = "\n".join(f"  {step.line()}: {why}" for step, why in left)
+        click.echo(f"could not remove:\n{lines}", err=True)
+        sys.exit(EXIT_DRIFT)
 
 
 @cli.command("repair")

@@ -163,6 +163,13 @@ def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
     return records
 
 
+def maria_database(cur: Any, database: str) -> None:
+    """Create a MariaDB database that the replication user ``cdc`` may read."""
+    cur.execute(f"CREATE DATABASE {database}")
+    for host in ("127.0.0.1", "localhost"):
+        cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
+
+
 def publish_schema(conn: psycopg.Connection[Any], schema: str) -> None:
     """Let ``cdc`` read the schema's tables and put them in the ``cdcmirror`` publication."""
     conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO cdc")

@@ -88,9 +88,7 @@ def maria_source(
     database = services.unique("bs_maria")
     admin = services.maria_connect()
     with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {database}")
-        for host in ("127.0.0.1", "localhost"):
-            cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
+        services.maria_database(cur, database)
     run_script(database, FIXTURE.read_text("utf-8"))
     work = tmp_path_factory.mktemp("bootstrap-maria")
     config = write_config(

@@ -32,9 +32,7 @@ def maria_mirrored(
     database = services.unique("mir_maria")
     admin = services.maria_connect()
     with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {database}")
-        for host in ("127.0.0.1", "localhost"):
-            cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
+        services.maria_database(cur, database)
         cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
         if signal:
             services.maria_signal_table(cur, database)
@@ -78,10 +76,8 @@ def test_a_table_debezium_cannot_parse_outside_include_does_not_stop_it(
     other = services.unique("other_db")
     admin = services.maria_connect()
     with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {other}")
+        services.maria_database(cur, other)
         cur.execute(f"CREATE TABLE {other}.addrs (id int PRIMARY KEY, addr inet6)")
-        for host in ("127.0.0.1", "localhost"):
-            cur.execute(f"GRANT SELECT ON {other}.* TO 'cdc'@'{host}'")
     mirrored = maria_mirrored(spark_world, 100)
     m = next(mirrored)
     try:
@@ -137,9 +133,7 @@ def test_tinyint1_key_keeps_every_key_and_a_non_boolean_value_is_dead_lettered(
     database = services.unique("mir_tiny")
     admin = services.maria_connect()
     with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {database}")
-        for host in ("127.0.0.1", "localhost"):
-            cur.execute(f"GRANT SELECT ON {database}.* TO 'cdc'@'{host}'")
+        services.maria_database(cur, database)
         cur.execute(f"CREATE TABLE {database}.flags (k tinyint(1) PRIMARY KEY, f tinyint(1))")
         cur.execute(f"INSERT INTO {database}.flags VALUES (0, 0), (1, 1), (2, 1), (3, 0)")
     config = make_config(spark_world.config.base_dir, database, "mysql", f"{database}.*", database)

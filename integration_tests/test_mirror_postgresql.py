@@ -3,12 +3,16 @@ table equals the source, row by row, after every step."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
+from cdcmirror.config import load_config
+from cdcmirror.mirror.run import mirror
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc
@@ -342,6 +346,55 @@ def test_poison_message_goes_to_dead_letter(pg: Mirrored) -> None:
 
 def test_malformed_events_never_wedge_the_job_or_become_a_guess(pg: Mirrored) -> None:
     sc.malformed_events_never_wedge_or_guess(pg)
+
+
+def test_key_widened_then_hard_deletes_still_recorded(
+    stack: Stack, postgres: None, spark_world: SparkWorld
+) -> None:
+    """integer key -> bigint at the source after hard deletes made the tombstone table:
+    deleting a key past the int range is recorded (tombstones widen with the table) and a
+    replay of its insert does not bring it back."""
+    schema = services.unique("mir_pgkey")
+    table = f"{schema}.t"
+    with services.pg_connect() as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {table} (id integer PRIMARY KEY, v text)")
+        conn.execute(f"INSERT INTO {table} SELECT g, 'v' || g FROM generate_series(1, 5) g")
+        services.publish_schema(conn, schema)
+    config = make_config(
+        spark_world.config.base_dir, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE
+    )
+    spark = spark_world.spark
+
+    def mirrored_rows() -> list[tuple[int, str]]:
+        rows = spark.sql(f"SELECT id, v FROM {schema}_mirror.t ORDER BY id").collect()
+        return [(int(r.id), r.v) for r in rows]
+
+    try:
+        bootstrap(config)
+        with services.pg_connect() as conn:
+            conn.execute(f"DELETE FROM {table} WHERE id = 1")  # the tombstone table: int key
+        sc.settle()
+        mirror_config(config)
+        assert mirrored_rows() == [(i, f"v{i}") for i in range(2, 6)]
+        with services.pg_connect() as conn:
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN id TYPE bigint")
+            conn.execute(f"INSERT INTO {table} VALUES (3000000000, 'big'), (3000000001, 'b2')")
+            conn.execute(f"DELETE FROM {table} WHERE id = 3000000000")
+        sc.settle()
+        mirror_config(config)
+        assert mirrored_rows() == [(i, f"v{i}") for i in range(2, 6)] + [(3000000001, "b2")]
+        tomb = spark.sql(
+            f"SELECT id FROM {schema}_mirror__cdcmirror.t__deleted ORDER BY id"
+        ).collect()
+        assert [int(r.id) for r in tomb] == [1, 3000000000]
+    finally:
+        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+
+
+def mirror_config(config: Path) -> None:
+    os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
+    mirror(load_config(config), available_now=True)
 
 
 @pytest.fixture(scope="module")

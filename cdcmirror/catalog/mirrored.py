@@ -82,3 +82,15 @@ def current_snapshot(catalog: Any, identifier: str) -> tuple[int, int] | None:
     if snapshot is None:
         return None
     return int(snapshot.snapshot_id), int(snapshot.timestamp_ms)
+
+
+def drop_namespace_tables(catalog: Any, namespace: str) -> list[str]:
+    """Drop every table of the namespace and the namespace itself; the dropped names."""
+    try:
+        names = [".".join(i) for i in catalog.list_tables(namespace)]
+    except NoSuchNamespaceError:
+        return []
+    for name in names:
+        catalog.purge_table(name)
+    catalog.drop_namespace(namespace)
+    return names

@@ -151,6 +151,7 @@ class Applier:
         self.query_id: str | None = None
         self.batch_spark = spark
         self._lock = threading.Lock()
+        self._tombstone_keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
         spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
         self.dead_letter_table = f"{options.internal_namespace}.dead_letter"
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {q(options.internal_namespace)}")
@@ -540,11 +541,26 @@ class Applier:
         cols = ", ".join(
             f"{q(k)} {_spark_type(table.column(k).iceberg)} NOT NULL" for k in table.key
         )
+        wanted = tuple(_spark_type(table.column(k).iceberg) for k in table.key)
+        if self._tombstone_keys.get(name) == wanted:
+            return spark_name(name)
         self.batch_spark.sql(
             f"CREATE TABLE IF NOT EXISTS {spark_name(name)} ({cols}, _cdc_position ARRAY<BIGINT>) "
             "USING iceberg TBLPROPERTIES ('format-version'='2', "
             "'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
         )
+        # the key was widened (int -> long, decimal precision up): widen the tombstones too,
+        # or a deleted key past the old range could not be recorded
+        stored = {
+            f.name: f.dataType.simpleString()
+            for f in self.batch_spark.table(spark_name(name)).schema.fields
+        }
+        for k, spark_type in zip(table.key, wanted, strict=True):
+            if stored.get(k, "").upper() != spark_type.upper():
+                self.batch_spark.sql(
+                    f"ALTER TABLE {spark_name(name)} ALTER COLUMN {q(k)} TYPE {spark_type}"
+                )
+        self._tombstone_keys[name] = wanted
         return spark_name(name)
 
     def _with_props(

@@ -73,3 +73,22 @@ def registry_answers(url: str, timeout: float = 3.0) -> bool:
             return isinstance(json.loads(r.read().decode()), list)
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def topics_named(
+    bootstrap_servers: str, prefix: str, extra: list[str], timeout: float = 10.0
+) -> list[str]:
+    """The topics whose name starts with ``prefix``, plus those of ``extra`` that exist."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
+    names = set(AdminClient(conf).list_topics(timeout=timeout).topics)
+    return sorted(t for t in names if t.startswith(prefix) or t in extra)
+
+
+def delete_topics(bootstrap_servers: str, topics: list[str], timeout: float = 30.0) -> None:
+    if not topics:
+        return
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
+    admin = AdminClient(conf)  # kept alive until the futures resolve
+    futures = admin.delete_topics(topics, operation_timeout=timeout)
+    for future in futures.values():
+        future.result(timeout=timeout)

@@ -1,9 +1,8 @@
-"""The TOAST key-chain SQL (``mirror/toast_chain.py``) executed on a local Spark against
+"""The TOAST key-chain SQL (``mirror/toast_chain.py``) executed on the tests' Spark against
 hand-built events: the value follows a chain of key changes back to the batch or the table."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from cdcmirror.mirror.merge_sql import dedupe_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.mirror.toast_chain import unknown_sql
+from integration_tests.conftest import SparkWorld
 
 TABLE = MirrorTable(
     identifier="ns.items",
@@ -33,18 +33,8 @@ PLACEHOLDER = None  # the decoded value of a placeholder; the flag says it is on
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("toast-chain-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
+def spark(spark_world: SparkWorld) -> Any:
+    return spark_world.spark
 
 
 def event(

@@ -1,0 +1,1 @@
+"""``cdcmirror teardown``: remove a mirror and what it holds at the source."""

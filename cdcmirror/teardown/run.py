@@ -1,0 +1,129 @@
+"""``cdcmirror teardown``: gather what exists, plan (``plan.py``), remove step by step."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from cdcmirror.config import Config
+from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.teardown.plan import Step, TeardownFacts
+
+logger = logging.getLogger(__name__)
+
+
+def gather(config: Config) -> TeardownFacts:
+    from cdcmirror.bootstrap.connector import connector_name, slot_name
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.mirror.run import internal_namespace
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.discovery import signal_table_name
+    from cdcmirror.source.slots import cdcmirror_slots
+    from cdcmirror.stack.health import topics_named
+
+    name = str(config.get("source", "name"))
+    connector = connector_name(name)
+    registered = connector in ConnectClient(str(config.get("connect", "url"))).names()
+    engine = open_engine(config)
+    try:
+        slot = None
+        signal = None
+        if config.get("source", "dialect") == "postgresql":
+            wanted = slot_name(name)
+            slot = next((s.name for s in cdcmirror_slots(engine) if s.name == wanted), None)
+        signal = _existing_signal_table(engine, signal_table_name(config, engine.url.database))
+    finally:
+        engine.dispose()
+    topics = topics_named(
+        str(config.get("kafka", "bootstrap_servers")),
+        f"{name}.",
+        [f"_cdcmirror_schema_history.{name}"],
+    )
+    ckpt = str(config.get("mirror", "checkpoint_location"))
+    local = None if "://" in ckpt else config.path("mirror", "checkpoint_location")
+    catalog = load_catalog(config)
+    namespaces = [str(config.get("iceberg", "namespace")), internal_namespace(config)]
+    existing = {".".join(n) for n in catalog.list_namespaces()}
+    return TeardownFacts(
+        connector=connector if registered else None,
+        slot=slot,
+        signal_table=signal,
+        topics=tuple(topics),
+        checkpoint=str(local) if local is not None and local.exists() else None,
+        namespaces=tuple(n for n in namespaces if n in existing),
+    )
+
+
+def _existing_signal_table(engine: Any, qualified: str) -> str | None:
+    from sqlalchemy import inspect
+
+    schema, _, table = qualified.partition(".")
+    with engine.connect() as conn:
+        return qualified if inspect(conn).has_table(table, schema=schema) else None
+
+
+def execute(
+    config: Config, steps: list[Step], progress: Callable[[str], None]
+) -> list[tuple[Step, str]]:
+    """Run the steps; each that could not be done is returned with why."""
+    left: list[tuple[Step, str]] = []
+    for step in steps:
+        progress(f"removing {step.kind} {step.target}")
+        try:
+            _run(config, step)
+        except CdcMirrorError as exc:
+            left.append((step, str(exc)))
+        except Exception as exc:  # a library's error: report it with the step, go on
+            left.append((step, f"{type(exc).__name__}: {exc}"))
+    return left
+
+
+def _run(config: Config, step: Step) -> None:
+    if step.kind == "connector":
+        from cdcmirror.connect_client import ConnectClient
+
+        ConnectClient(str(config.get("connect", "url"))).delete(step.target)
+    elif step.kind in ("slot", "signal"):
+        _run_source(config, step)
+    elif step.kind == "topic":
+        from cdcmirror.stack.health import delete_topics
+
+        delete_topics(str(config.get("kafka", "bootstrap_servers")), [step.target])
+    elif step.kind == "checkpoint":
+        shutil.rmtree(step.target)
+    elif step.kind == "tables":
+        from cdcmirror.catalog import load_catalog
+        from cdcmirror.catalog.mirrored import drop_namespace_tables
+
+        drop_namespace_tables(load_catalog(config), step.target)
+
+
+def _run_source(config: Config, step: Step) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.slots import drop_slot
+
+    engine = open_engine(config)
+    try:
+        if step.kind == "slot":
+            drop_slot(engine, step.target)
+            return
+        with engine.connect() as conn:
+            try:
+                conn.execute(text(f"DELETE FROM {step.target}"))  # a name from the catalog
+                conn.commit()
+            except DBAPIError as exc:  # the replication user may only insert signals
+                logger.warning(
+                    "signal rows of %s stay: the source user may not delete them (%s); a DBA "
+                    "can run DELETE FROM %s",
+                    step.target,
+                    str(exc.orig).splitlines()[0],
+                    step.target,
+                )
+    finally:
+        engine.dispose()
