@@ -163,6 +163,41 @@ def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
     return records
 
 
+def create_topic(topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": KAFKA})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(timeout=30)
+
+
+def partition_of_keys(topic: str, timeout: float = 60.0) -> dict[int, int]:
+    """id -> partition of every keyed record in the topic (JSON keys with ``payload.id``)."""
+    import json
+
+    from confluent_kafka import TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("keys")})
+    out: dict[int, int] = {}
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        for p in sorted(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            consumer.assign([TopicPartition(topic, p, low)])
+            offset, idle, deadline = low - 1, 0, time.monotonic() + timeout
+            while offset < high - 1 and idle < 5 and time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None or msg.error():
+                    idle += 1
+                    continue
+                idle, offset = 0, msg.offset()
+                if msg.key():
+                    out[int(json.loads(msg.key())["payload"]["id"])] = p
+    finally:
+        consumer.close()
+    return out
+
+
 def maria_database(cur: Any, database: str) -> None:
     """Create a MariaDB database that the replication user ``cdc`` may read."""
     cur.execute(f"CREATE DATABASE {database}")

@@ -39,10 +39,16 @@ def prepare_schema(schema: str, signal: bool = False) -> None:
 
 
 def mirrored(
-    world: SparkWorld, kafka_format: str, snapshot_ops: int, signal: bool = False
+    world: SparkWorld,
+    kafka_format: str,
+    snapshot_ops: int,
+    signal: bool = False,
+    partitions: int = 0,
 ) -> Iterator[Mirrored]:
     schema = services.unique("mir_pg")
     prepare_schema(schema, signal)
+    if partitions:  # made before the connector, which then writes into it
+        services.create_topic(f"{schema}.{schema}.items", partitions)
     source = pg_source(schema)
     workload = Workload(source, SEED)
     workload.run(snapshot_ops)  # these rows arrive through the initial snapshot
@@ -271,6 +277,43 @@ def test_decimal_precision_increase_mid_stream(pg: Mirrored) -> None:
     kind = pg.spark.sql(f"SELECT typeof(extra) FROM {pg.identifier} LIMIT 1").first()[0]
     assert kind == "decimal(20,2)"
     pg.assert_same()
+
+
+def test_new_column_on_a_multi_partition_topic(
+    stack: Stack, postgres: None, spark_world: SparkWorld
+) -> None:
+    """A 3-partition topic; in one batch the only event with a new column sits in the
+    partition with the lowest offsets, older-schema events in the others have higher ones.
+    Evolution looks at every schema of the batch: the column is added, its value kept."""
+    fixture = mirrored(spark_world, "json", 300, partitions=3)
+    m = next(fixture)
+    try:
+        sc.settle()
+        m.mirror()
+        where = services.partition_of_keys(m.topic)
+        assert len(set(where.values())) == 3, where
+        counts = {p: sum(1 for q in where.values() if q == p) for p in set(where.values())}
+        low = min(counts, key=lambda p: counts[p])
+        alive = set(m.workload.ids)
+        target = min(i for i, p in where.items() if p == low and i in alive)
+        others = [i for i, p in where.items() if p != low]
+        with services.pg_connect() as conn:
+            for _ in range(3):  # the other partitions run far ahead in offsets
+                conn.execute(
+                    f"UPDATE {m.source.table} SET qty = coalesce(qty, 0) / 2 + 1 "
+                    f"WHERE id = ANY(%s)",
+                    (others,),
+                )
+            conn.execute(f"ALTER TABLE {m.source.table} ADD COLUMN extra2 integer")
+            conn.execute(f"UPDATE {m.source.table} SET extra2 = 42 WHERE id = %s", (target,))
+        sc.settle()
+        m.mirror()
+        m.extra_columns.append("extra2")
+        m.assert_same()
+        got = m.spark.sql(f"SELECT extra2 FROM {m.identifier} WHERE id = {target}").first()
+        assert got is not None and got[0] == 42
+    finally:
+        fixture.close()
 
 
 def test_crash_after_commit_before_checkpoint(pg: Mirrored) -> None:

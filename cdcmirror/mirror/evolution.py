@@ -1,13 +1,18 @@
 """Schema evolution from the events themselves, before a table's MERGE. Pure.
 
-The newest event of a table in a batch carries the field schemas of its row (JSON with
-schemas; Avro through the registry). A field the table lacks becomes a new column; a field
-whose carrier changed is either an allowed widening (int -> long, float -> double, decimal
-precision up) or a change the mirror must not make, which stops that table.
+Every distinct row schema among a table's events in the batch is looked at (JSON with
+schemas: the envelope's ``schema``; Avro: the registry's schema of each id; JSON without
+schemas: the field names), not only the newest event's: on a multi-partition topic an older
+schema can be the newest of its partition, and ``from_json`` drops fields it does not know.
+A field the table lacks becomes a new column; a field whose carrier changed is either an
+allowed widening (int -> long, float -> double, decimal precision up), a narrower type
+than the column already has (an event from before a widening: nothing to do), or a change
+the mirror must not make, which stops that table.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +100,8 @@ def plan_evolution(table: MirrorTable, fields: list[dict[str, Any]]) -> Evolutio
         elif iceberg is not None and is_widening(col.iceberg, iceberg):
             evo.widen.append((name, col.iceberg, iceberg))
             evo.carriers[name] = carrier
+        elif iceberg is not None and is_widening(iceberg, col.iceberg):
+            continue  # an event from before a widening: its values fit the wider column
         else:
             evo.errors.append(
                 f"column {name}: the events now carry {carrier} (Iceberg {iceberg or 'none'}) "
@@ -108,3 +115,51 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
     """Fields of a schemaless event that the table has no column for."""
     known = set(table.names)
     return [n for n in names if n not in known]
+
+
+PAYLOAD_MARK = ',"payload":'
+
+
+def distinct_schemas_sql(kind: str) -> str:
+    """Aggregate over a batch's Kafka rows: the distinct row schemas, as text or ids.
+
+    ``kind``: ``avro`` (schema ids of the events that decode), ``json`` (the converter's
+    ``{"schema":...`` part, which it writes before the payload), ``schemaless`` (the JSON
+    list of the row's field names).
+    """
+    if kind == "avro":
+        return "collect_set(IF(_decode_error IS NULL AND _json IS NOT NULL, _schema_id, NULL))"
+    value = "CAST(value AS STRING)"
+    if kind == "json":
+        return f"collect_set(substring_index({value}, '{PAYLOAD_MARK}', 1))"
+    row = f"coalesce(get_json_object({value}, '$.after'), get_json_object({value}, '$.before'))"
+    return f"collect_set(to_json(array_sort(json_object_keys({row}))))"
+
+
+def json_schema_fields(schema_part: str) -> list[dict[str, Any]] | None:
+    """The row fields of the ``{"schema":...`` part of a JSON-with-schemas event; None when
+    it is not one (an undecodable event: the decoder dead-letters it).
+
+    >>> json_schema_fields('{"schema":{"fields":[{"field":"after","fields":[{"field":"id"}]}]}')
+    [{'field': 'id'}]
+    >>> json_schema_fields('not json') is None
+    True
+    """
+    try:
+        value = json.loads(schema_part + "}")
+    except ValueError:
+        return None
+    return row_fields(value.get("schema")) if isinstance(value, dict) else None
+
+
+def field_names(names_json: str) -> list[str]:
+    """The field names of a schemaless event (``distinct_schemas_sql("schemaless")``).
+
+    >>> field_names('["a","b"]'), field_names("null")
+    (['a', 'b'], [])
+    """
+    try:
+        names = json.loads(names_json)
+    except ValueError:
+        return []
+    return [str(n) for n in names] if isinstance(names, list) else []

@@ -32,11 +32,9 @@ from typing import Any, ClassVar
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.avro import (
     SCHEMA_ID_SQL,
-    AvroDecodeError,
-    connect_schema,
     decode_function,
 )
-from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, CarrierError, decimal_text
+from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     checked_exprs,
     decoded_exprs,
@@ -46,7 +44,7 @@ from cdcmirror.mirror.envelope import (
     spark_name,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import Evolution, plan_evolution, row_fields, unknown_names
+from cdcmirror.mirror.evolution import Evolution, distinct_schemas_sql
 from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
@@ -64,6 +62,7 @@ from cdcmirror.mirror.toast_chain import (
     unknown_columns_sql,
     unknown_sql,
 )
+from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
 
@@ -152,6 +151,12 @@ class Applier:
         self.batch_spark = spark
         self._lock = threading.Lock()
         self._tombstone_keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
+        self._kind = (
+            "avro" if options.registry is not None else "json" if options.schemas else "schemaless"
+        )
+        self.evolution = BatchEvolution(
+            self._kind, options.registry, hooks.reload, hooks.evolve, self._remember
+        )
         spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
         self.dead_letter_table = f"{options.internal_namespace}.dead_letter"
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {q(options.internal_namespace)}")
@@ -159,6 +164,10 @@ class Applier:
             f"CREATE TABLE IF NOT EXISTS {spark_name(self.dead_letter_table)} "
             f"({DEAD_LETTER_COLUMNS}) USING iceberg TBLPROPERTIES ('format-version'='2')"
         )
+
+    def _remember(self, table: MirrorTable) -> None:
+        with self._lock:
+            self.tables[table.topic] = table
 
     # -- the batch ---------------------------------------------------------------------
     def process(self, df: Any, batch_id: int) -> None:
@@ -253,26 +262,16 @@ class Applier:
             .agg(
                 _expr("count(value) AS events"),
                 _expr("max(offset) AS end_offset"),
-                _expr("max_by(CAST(value AS STRING), IF(value IS NULL, NULL, offset)) AS newest"),
-                _expr("max(IF(value IS NULL, NULL, offset)) AS newest_offset"),
-                _expr(  # Avro: the schema of the newest event that decodes
-                    "max_by(_schema_id, IF(_decode_error IS NULL AND _json IS NOT NULL, "
-                    "offset, NULL)) AS newest_schema"
-                    if "_schema_id" in df.columns
-                    else "CAST(NULL AS BIGINT) AS newest_schema"
-                ),
+                _expr(f"{distinct_schemas_sql(self._kind)} AS schemas"),
             )
             .collect()
         )
         out: dict[str, dict[str, Any]] = {}
         for r in rows:
-            t = out.setdefault(
-                r.topic, {"events": 0, "offsets": {}, "newest": None, "at": -1, "schema": None}
-            )
+            t = out.setdefault(r.topic, {"events": 0, "offsets": {}, "schemas": set()})
             t["events"] += r.events
             t["offsets"][int(r.partition)] = int(r.end_offset)
-            if r.newest is not None and r.newest_offset > t["at"]:
-                t["newest"], t["at"], t["schema"] = r.newest, r.newest_offset, r.newest_schema
+            t["schemas"].update(r.schemas or [])
         return out
 
     # -- one table ---------------------------------------------------------------------
@@ -285,7 +284,7 @@ class Applier:
         where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
         started = time.monotonic()
         try:
-            table, stop = self._evolve(table, parts["newest"], parts["schema"])
+            table, stop = self.evolution.apply(table, sorted(parts["schemas"]))
             events = df.where(df.topic == table.topic).where("value IS NOT NULL")
             if stop:
                 stats.stopped = stop
@@ -304,68 +303,6 @@ class Applier:
                 f"{table.identifier}: batch {batch_id} failed (topic {table.topic}, "
                 f"partition:end offset {where}): {exc}"
             ) from exc
-
-    def _evolve(
-        self, table: MirrorTable, newest: str | None, schema_id: int | None
-    ) -> tuple[MirrorTable, str | None]:
-        """The table after evolving it to the newest event's schema, or why it must stop."""
-        if self.options.registry is not None:
-            if schema_id is None:
-                return table, None  # not Avro: dead-lettered by the decoder
-            text = self.options.registry.schemas([schema_id]).get(schema_id)
-            if text is None:
-                return table, None  # an unknown id: dead-lettered by the decoder
-            try:
-                fields = row_fields(connect_schema(json.loads(text)))
-            except (AvroDecodeError, ValueError) as exc:
-                return table, f"its Avro schema (id {schema_id}) cannot be read: {exc}"
-            return self._evolve_to(table, fields)
-        if newest is None:
-            return table, None
-        try:
-            value = json.loads(newest)
-        except ValueError:
-            return table, None  # an undecodable event: dead-lettered by the decoder
-        if not isinstance(value, dict):
-            return table, None
-        if self.options.schemas:
-            return self._evolve_to(table, row_fields(value.get("schema")))
-        row = value.get("after") or value.get("before") or {}
-        if not isinstance(row, dict):
-            return table, None
-        # the events do not say their types: `cdcmirror bootstrap` may have widened or added
-        # columns since the last batch, so the batch decodes with the table as it is now
-        table = self.hooks.reload(table)
-        with self._lock:
-            self.tables[table.topic] = table
-        missing = unknown_names(table, list(row))
-        if missing:
-            return table, (
-                f"the events have column(s) {', '.join(missing)} that the Iceberg table lacks; "
-                "JSON without schemas does not say their types: run `cdcmirror bootstrap` to "
-                "add them"
-            )
-        return table, None
-
-    def _evolve_to(
-        self, table: MirrorTable, fields: list[dict[str, Any]] | None
-    ) -> tuple[MirrorTable, str | None]:
-        """Evolution from the row's field schemas (JSON with schemas, Avro)."""
-        if fields is None:
-            return table, None
-        try:
-            evo = plan_evolution(table, fields)
-        except (CarrierError, TypeError, ValueError, KeyError, AttributeError) as exc:
-            # a malformed event schema: its event is judged by the decoder (dead letter)
-            logger.warning("%s: an event schema cannot be read: %s", table.identifier, exc)
-            return table, None
-        if evo.errors:
-            return table, "; ".join(evo.errors)
-        if evo.changes:
-            table = self.hooks.evolve(table, evo)
-            with self._lock:
-                self.tables[table.topic] = table
-        return table, None
 
     def _decode(self, events: Any, table: MirrorTable) -> Any:
         from pyspark.sql import functions as F

@@ -1,0 +1,107 @@
+"""Evolve a table to every distinct row schema of its events in a batch, or say why it
+must stop (``mirror/evolution.py`` decides; this module fetches and applies).
+
+The schemas come from the batch summary (``evolution.distinct_schemas_sql``): JSON schema
+parts, Avro schema ids (fetched from the registry) or schemaless field-name lists.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cdcmirror.mirror.avro import AvroDecodeError, connect_schema
+from cdcmirror.mirror.carriers import CarrierError
+from cdcmirror.mirror.evolution import (
+    Evolution,
+    field_names,
+    json_schema_fields,
+    plan_evolution,
+    row_fields,
+    unknown_names,
+)
+from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.spec import MirrorTable
+
+logger = logging.getLogger("cdcmirror.mirror")
+
+
+class BatchEvolution:
+    def __init__(
+        self,
+        kind: str,  # avro, json or schemaless
+        registry: SchemaRegistry | None,
+        reload: Callable[[MirrorTable], MirrorTable],
+        evolve: Callable[[MirrorTable, Evolution], MirrorTable],
+        remember: Callable[[MirrorTable], None],
+    ) -> None:
+        self.kind = kind
+        self.registry = registry
+        self.reload = reload
+        self.evolve = evolve
+        self.remember = remember  # the job's table list follows every change
+
+    def apply(self, table: MirrorTable, schemas: list[Any]) -> tuple[MirrorTable, str | None]:
+        """The table after evolving it to each schema, or why it must stop."""
+        if self.kind == "schemaless":
+            return self._schemaless(table, schemas)
+        for fields in self._field_lists(schemas):
+            if isinstance(fields, str):
+                return table, fields
+            table, stop = self._evolve_to(table, fields)
+            if stop:
+                return table, stop
+        return table, None
+
+    def _field_lists(self, schemas: list[Any]) -> list[list[dict[str, Any]] | str | None]:
+        if self.kind == "json":
+            return [json_schema_fields(str(s)) for s in sorted(schemas)]
+        assert self.registry is not None
+        ids = sorted(int(s) for s in schemas)
+        texts = self.registry.schemas(ids)
+        out: list[list[dict[str, Any]] | str | None] = []
+        for sid in ids:
+            if sid not in texts:
+                continue  # an unknown id: its events are dead-lettered by the decoder
+            try:
+                out.append(row_fields(connect_schema(json.loads(texts[sid]))))
+            except (AvroDecodeError, ValueError) as exc:
+                out.append(f"its Avro schema (id {sid}) cannot be read: {exc}")
+        return out
+
+    def _evolve_to(
+        self, table: MirrorTable, fields: list[dict[str, Any]] | None
+    ) -> tuple[MirrorTable, str | None]:
+        if fields is None:
+            return table, None
+        try:
+            evo = plan_evolution(table, fields)
+        except (CarrierError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            # a malformed event schema: its event is judged by the decoder (dead letter)
+            logger.warning("%s: an event schema cannot be read: %s", table.identifier, exc)
+            return table, None
+        if evo.errors:
+            return table, "; ".join(evo.errors)
+        if evo.changes:
+            table = self.evolve(table, evo)
+            self.remember(table)
+        return table, None
+
+    def _schemaless(self, table: MirrorTable, schemas: list[Any]) -> tuple[MirrorTable, str | None]:
+        if not schemas:
+            return table, None
+        # the events do not say their types: `cdcmirror bootstrap` may have widened or added
+        # columns since the last batch, so the batch decodes with the table as it is now
+        table = self.reload(table)
+        self.remember(table)
+        names = sorted({n for s in schemas for n in field_names(str(s))})
+        missing = unknown_names(table, names)
+        if missing:
+            return table, (
+                f"the events have column(s) {', '.join(missing)} that the Iceberg table lacks; "
+                "JSON without schemas does not say their types: run `cdcmirror bootstrap` to "
+                "add them"
+            )
+        return table, None
