@@ -17,13 +17,13 @@ from cdcmirror.mirror.carriers import (
     decimal_text,
     iceberg_of_field,
     parse_carrier,
-    unavailable_sql,
     wire_type,
 )
 from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl, source_length, toastable
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, newer
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
+from cdcmirror.mirror.toast import unavailable_sql
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
 

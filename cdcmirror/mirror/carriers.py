@@ -24,8 +24,6 @@ DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 GEOMETRY_PREFIX = "io.debezium.data.geometry."
 DECIMAL_TEXT_UDF = "cdcmirror_decimal_text"
-UNAVAILABLE = "__debezium_unavailable_value"  # PostgreSQL unchanged-TOAST placeholder
-UNAVAILABLE_B64 = base64.b64encode(UNAVAILABLE.encode()).decode()
 MAX_EXPR_DECIMAL_BYTES = 16  # two's complement of any 38-digit unscaled value fits
 
 _DECIMAL_CARRIER = re.compile(r"^bytes org\.apache\.kafka\.connect\.data\.Decimal\((\d+)\)$")
@@ -199,21 +197,6 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         if k == "bytes":
             return base64_sql(w)
     raise CarrierError(f"cannot convert carrier {_text(carrier)} to Iceberg {iceberg}")
-
-
-def unavailable_sql(w: str, carrier: Carrier) -> str | None:
-    """True when the wire value is PostgreSQL's unchanged-TOAST placeholder; None when this
-    carrier cannot carry one (fixed-width values are never TOASTed)."""
-    if carrier.name.startswith("io.debezium.time.") or carrier.name == "io.debezium.data.Uuid":
-        return None
-    if carrier.kind == "string":
-        return f"({w} <=> '{UNAVAILABLE}')"
-    if carrier.kind == "bytes" and not carrier.is_decimal:
-        return f"({w} <=> '{UNAVAILABLE_B64}')"
-    if carrier.kind == "array" and carrier.element and carrier.element.kind in ("string", "bytes"):
-        mark = UNAVAILABLE if carrier.element.kind == "string" else UNAVAILABLE_B64
-        return f"(size({w}) = 1 AND {w}[0] <=> '{mark}')"
-    return None
 
 
 def _text(carrier: Carrier) -> str:

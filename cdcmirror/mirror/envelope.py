@@ -31,8 +31,9 @@ even when it wrote its change before the window.
 
 from __future__ import annotations
 
-from cdcmirror.mirror.carriers import convert_sql, parse_carrier, unavailable_sql, wire_type
+from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast import unavailable_sql
 
 OPS = ("c", "u", "d", "r", "t")
 # On a PostgreSQL key change Debezium sends delete(old key) + create(new key); the create
