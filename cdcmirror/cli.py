@@ -340,6 +340,29 @@ def reconcile_cmd(
     sys.exit(exit_code(checks))
 
 
+@cli.command("replay-dead-letters")
+@click.option(
+    "--table", "table", required=True, help="The mirrored table whose dead letters to apply."
+)
+@click.pass_context
+@handle_errors
+def replay_dead_letters_cmd(ctx: click.Context, table: str) -> None:
+    """Apply a table's dead-lettered events through the normal position-guarded path once
+    their cause is fixed (e.g. `cdcmirror bootstrap` added a column). Safe to run at any
+    time. Exit 1 when some still fail (they stay in the dead-letter table, with the reason)."""
+    from cdcmirror.config import load_config
+    from cdcmirror.mirror.replay import replay_dead_letters
+
+    result = replay_dead_letters(load_config(ctx.obj["config_path"]), table)
+    applied = result.replayed - result.still_failing
+    click.echo(
+        f"{result.table}: {result.replayed} dead letter(s) replayed, {applied} applied "
+        f"(or older than the row: nothing to do), {result.still_failing} still failing"
+    )
+    if result.still_failing:
+        sys.exit(EXIT_DRIFT)
+
+
 @cli.command("teardown")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option("--yes", is_flag=True, help="Remove without asking (needed to remove anything).")

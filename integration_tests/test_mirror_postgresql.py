@@ -553,6 +553,39 @@ def test_json_without_schemas_running_job_follows_a_widened_column(
     assert kind == "bigint"
 
 
+def test_json_without_schemas_stopped_table_events_are_replayed(
+    pg_schemaless: Mirrored,
+) -> None:
+    """A new source column stops the table (JSON without schemas does not say its type):
+    every change meanwhile, deletes too, is dead-lettered. After `cdcmirror bootstrap` adds
+    the column, `replay-dead-letters` applies them through the guarded path: the table
+    equals the source, and only the dead letters that still fail (the earlier poison) stay."""
+    m = pg_schemaless
+    sc.settle()
+    m.mirror()
+    dead = f"SELECT error FROM {m.dead_letter} WHERE table_name = '{m.identifier}'"
+    poison = len(m.spark.sql(dead).collect())
+    with services.pg_connect() as conn:
+        conn.execute(f"ALTER TABLE {m.source.table} ADD COLUMN extra3 text")
+        conn.execute(f"UPDATE {m.source.table} SET extra3 = 'x' || id WHERE id % 3 = 0")
+    m.workload.run(150)
+    sc.settle()
+    m.mirror()
+    m.spark.sql(f"REFRESH TABLE {m.dead_letter}")
+    stopped = [r.error for r in m.spark.sql(dead).collect() if "table stopped" in r.error]
+    assert len(stopped) > 150, len(stopped)
+    bootstrap(m.config_path)
+    replayed = run_cli(m.config_path, "replay-dead-letters", "--table", "items")
+    assert replayed.exit_code == (1 if poison else 0), replayed.output
+    assert f"{len(stopped) + poison} dead letter(s) replayed" in replayed.output
+    assert f"{poison} still failing" in replayed.output, replayed.output
+    m.extra_columns.append("extra3")
+    m.assert_same()
+    m.spark.sql(f"REFRESH TABLE {m.dead_letter}")
+    left = [r.error for r in m.spark.sql(dead).collect()]
+    assert len(left) == poison and not any("table stopped" in e for e in left), left
+
+
 @pytest.fixture(scope="module")
 def pg_avro(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
     yield from mirrored(spark_world, "avro", 1000)

@@ -117,6 +117,7 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         "offset AS _offset",
         "key AS _key",
         "value AS _value",
+        "headers AS _headers",
         f"{p}.op AS _cdc_op",
         f"{_position(table.dialect, p)} AS _cdc_position",
         f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
@@ -178,7 +179,16 @@ def _errors(table: MirrorTable) -> str:
     return f"coalesce(_decode_error, nullif(concat_ws('; ', {cases}), '')) AS _error"
 
 
-_KAFKA_AND_CDC = ["_topic", "_partition", "_offset", "_key", "_value", "_cdc_op", "_cdc_position"]
+_KAFKA_AND_CDC = [
+    "_topic",
+    "_partition",
+    "_offset",
+    "_key",
+    "_value",
+    "_headers",
+    "_cdc_op",
+    "_cdc_position",
+]
 
 
 def decoded_exprs(table: MirrorTable) -> list[str]:

@@ -82,18 +82,14 @@ class CatalogAccess:
         return evolved
 
 
-def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
+def build_applier(config: Config, catalog: Any, tables: list[MirrorTable], spark: Any) -> Any:
+    """The applier of ``tables`` as the mirror job configures it."""
     from cdcmirror.bootstrap.connector import connector_name
-    from cdcmirror.catalog import load_catalog
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.maintain.run import settings_of
     from cdcmirror.mirror.registry import SchemaRegistry
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
-    from cdcmirror.spark.session import build_spark_session
-    from cdcmirror.spark.stream import run_until_stopped, start_query
 
-    catalog = load_catalog(config)
-    tables = load_tables(config, catalog, only)
     access = CatalogAccess(config, catalog)
     connect_url = str(config.get("connect", "url"))
     connector = connector_name(str(config.get("source", "name")))
@@ -101,11 +97,6 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     def source_health() -> str | None:
         return connector_problem(connect_url, connector)
 
-    problem = source_health()
-    if problem:
-        logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
-    logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
-    spark = build_spark_session(config, "cdcmirror-mirror")
     options = ApplierOptions(
         schemas=config.get("kafka", "format") == "json",
         soft_deletes=config.get("mirror", "deletes") == "soft",
@@ -119,12 +110,24 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         else None,
         source_health=source_health,
     )
-    applier = Applier(
-        spark,
-        {t.topic: t for t in tables},
-        options,
-        CatalogHooks(access.reload, access.evolve),
+    return Applier(
+        spark, {t.topic: t for t in tables}, options, CatalogHooks(access.reload, access.evolve)
     )
+
+
+def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.spark.session import build_spark_session
+    from cdcmirror.spark.stream import run_until_stopped, start_query
+
+    catalog = load_catalog(config)
+    tables = load_tables(config, catalog, only)
+    logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
+    spark = build_spark_session(config, "cdcmirror-mirror")
+    applier = build_applier(config, catalog, tables, spark)
+    problem = applier.options.source_health()
+    if problem:
+        logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
     query = start_query(
         spark,
         applier,

@@ -68,9 +68,11 @@ from cdcmirror.spark.maintenance import MaintainSettings
 
 logger = logging.getLogger("cdcmirror.mirror")
 
+HEADERS_TYPE = "ARRAY<STRUCT<key: STRING, value: BINARY>>"  # Kafka headers, as Spark reads them
 DEAD_LETTER_COLUMNS = (
     "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, error STRING, "
-    "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP"
+    "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP, "
+    f"headers {HEADERS_TYPE}"
 )
 
 
@@ -164,6 +166,12 @@ class Applier:
             f"CREATE TABLE IF NOT EXISTS {spark_name(self.dead_letter_table)} "
             f"({DEAD_LETTER_COLUMNS}) USING iceberg TBLPROPERTIES ('format-version'='2')"
         )
+        dead_columns = spark.table(spark_name(self.dead_letter_table)).columns
+        if "headers" not in dead_columns:  # made by an older cdcmirror: replays need headers
+            spark.sql(
+                f"ALTER TABLE {spark_name(self.dead_letter_table)} "
+                f"ADD COLUMNS (headers {HEADERS_TYPE})"
+            )
 
     def _remember(self, table: MirrorTable) -> None:
         with self._lock:
@@ -345,7 +353,7 @@ class Applier:
                 {f"{table.topic}:{p}": o for p, o in sorted(stats.offsets.items())}
             ),
         }
-        view = f"_cdcm_{abs(hash(table.identifier))}_{batch_id}"
+        view = f"_cdcm_{abs(hash(table.identifier))}_{abs(batch_id)}"
         applied = good.where("_cdc_op IN ('c', 'u', 'd', 'r')")
         truncated_at = list(table.truncated_at)
         if agg.truncated_at is not None:
@@ -438,6 +446,7 @@ class Applier:
             "_offset AS offset",
             "_key AS key",
             "_value AS value",
+            "_headers AS headers",
             "_error AS error",
             f"'{table.identifier}' AS table_name",
         )
@@ -463,7 +472,9 @@ class Applier:
         )
         bad = events.join(
             unknown, (events["_partition"] == unknown["_p"]) & (events["_offset"] == unknown["_o"])
-        ).selectExpr("_topic", "_partition", "_offset", "_key", "_value", f"{reason} AS _error")
+        ).selectExpr(
+            "_topic", "_partition", "_offset", "_key", "_value", "_headers", f"{reason} AS _error"
+        )
         found = unknown.count()
         stats.dead_lettered += found
         logger.error(
@@ -537,6 +548,7 @@ class Applier:
             F.col("offset"),
             F.col("key"),
             F.col("value"),
+            F.col("headers"),
             F.lit(error).alias("error"),
             F.lit(table.identifier).alias("table_name"),
         )
@@ -552,11 +564,15 @@ class Applier:
             .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
             .withColumn("dead_lettered_at", F.current_timestamp())
         )
-        view = f"_cdcm_dead_{batch_id}"
+        view = f"_cdcm_dead_{abs(batch_id)}"
         union.createOrReplaceTempView(view)
+        # a dead letter that fails again (a re-run batch, `replay-dead-letters`) gets the new
+        # reason and the run that found it
         self.batch_spark.sql(
             f"MERGE INTO {spark_name(self.dead_letter_table)} t USING {view} s "
             "ON t.topic = s.topic AND t.partition = s.partition AND t.offset = s.offset "
+            "WHEN MATCHED THEN UPDATE SET error = s.error, query_id = s.query_id, "
+            "batch_id = s.batch_id, dead_lettered_at = s.dead_lettered_at "
             "WHEN NOT MATCHED THEN INSERT *"
         )
         self.batch_spark.catalog.dropTempView(view)
