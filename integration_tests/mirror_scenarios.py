@@ -120,6 +120,32 @@ def malformed_events_never_wedge_or_guess(m: Mirrored) -> None:
     m.assert_same()
 
 
+def second_job_is_refused(m: Mirrored) -> None:
+    """A second `cdcmirror mirror` on tables a running job mirrors is refused (exit 2, the
+    holder named), writes nothing; once the first job stopped, it runs."""
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.mirror.lease import LEASE_PROPERTY
+
+    def held() -> bool:
+        return LEASE_PROPERTY in load_catalog(m.config).load_table(m.identifier).properties
+
+    with continuous_mirror(m.config_path) as job:
+        deadline = time.monotonic() + 120
+        while not held() and time.monotonic() < deadline:
+            job.assert_alive()
+            time.sleep(1)
+        assert held(), "the running job took no lease"
+        m.workload.run(30)
+        second = run_mirror_process(m.config_path)
+        assert second.returncode == 2, second.stderr[-3000:]
+        assert "is being mirrored by another cdcmirror job" in second.stderr
+        assert f"pid {job.proc.pid}" in second.stderr, second.stderr[-2000:]
+    assert not held(), "a stopped job leaves no lease"
+    settle()
+    m.mirror()
+    m.assert_same()
+
+
 def newest_value(topic: str) -> bytes:
     """The last event value in the topic's partition 0 (a real Debezium event)."""
     from confluent_kafka import Consumer, TopicPartition

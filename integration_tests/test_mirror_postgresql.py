@@ -329,6 +329,10 @@ def test_sigterm_finishes_the_batch_and_stops(pg: Mirrored) -> None:
     sc.sigterm_finishes_and_stops(pg, 300)
 
 
+def test_a_second_mirror_job_on_the_same_tables_is_refused(pg: Mirrored) -> None:
+    sc.second_job_is_refused(pg)
+
+
 def test_connector_replay_changes_nothing(pg: Mirrored) -> None:
     # PostgreSQL's slot will not go back before what it confirmed, so the replay is the
     # strongest one: offsets forgotten, the whole table read again by a new snapshot.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from dataclasses import replace
 from typing import Any
 
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.config import Config
-from cdcmirror.exceptions import ConfigError
+from cdcmirror.exceptions import CdcMirrorError, ConfigError
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 
@@ -117,25 +120,74 @@ def build_applier(config: Config, catalog: Any, tables: list[MirrorTable], spark
 
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.catalog.leases import acquire, my_lease, release
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
 
     catalog = load_catalog(config)
     tables = load_tables(config, catalog, only)
     logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
-    spark = build_spark_session(config, "cdcmirror-mirror")
-    applier = build_applier(config, catalog, tables, spark)
-    problem = applier.options.source_health()
-    if problem:
-        logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
-    query = start_query(
-        spark,
-        applier,
-        str(config.get("kafka", "bootstrap_servers")),
-        sorted(t.topic for t in tables),
-        str(config.path("mirror", "checkpoint_location")),
-        str(config.get("mirror", "trigger")),
-        available_now,
-        int(config.get("mirror", "max_events_per_batch")),
-    )
-    run_until_stopped(query)
+    checkpoint = str(config.path("mirror", "checkpoint_location"))
+    identifiers = [t.identifier for t in tables]
+    me = my_lease(checkpoint)
+    acquire(catalog, identifiers, me)  # a second job on these tables stops here
+    try:
+        spark = build_spark_session(config, "cdcmirror-mirror")
+        applier = build_applier(config, catalog, tables, spark)
+        problem = applier.options.source_health()
+        if problem:
+            logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
+        query = start_query(
+            spark,
+            applier,
+            str(config.get("kafka", "bootstrap_servers")),
+            sorted(t.topic for t in tables),
+            checkpoint,
+            str(config.get("mirror", "trigger")),
+            available_now,
+            int(config.get("mirror", "max_events_per_batch")),
+        )
+        with LeaseRenewal(catalog, identifiers, me, query) as renewal:
+            run_until_stopped(query)
+        renewal.raise_lost()
+    finally:
+        release(catalog, identifiers, me)
+
+
+class LeaseRenewal:
+    """Renews the job's lease on its tables while the query runs; a lease another job took
+    stops the query (``raise_lost`` then says why)."""
+
+    def __init__(self, catalog: Any, identifiers: list[str], me: Any, query: Any) -> None:
+        self.catalog, self.identifiers, self.me, self.query = catalog, identifiers, me, query
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cdcmirror-lease", daemon=True)
+
+    def __enter__(self) -> LeaseRenewal:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        from cdcmirror.catalog.leases import acquire
+        from cdcmirror.mirror.lease import LEASE_SECONDS, RENEW_SECONDS
+
+        while not self._stop.wait(RENEW_SECONDS):
+            renewed = replace(self.me, until=time.time() + LEASE_SECONDS)
+            try:
+                acquire(self.catalog, self.identifiers, renewed)
+            except CdcMirrorError as exc:
+                self.lost = str(exc)
+                logger.error("stopping: %s", exc)
+                self.query.stop()
+                return
+            except Exception as exc:  # the catalog hiccuped: try again at the next round
+                logger.warning("lease renewal failed, retrying: %s", exc)
+
+    def raise_lost(self) -> None:
+        if self.lost:
+            raise ConfigError(self.lost)
