@@ -129,13 +129,15 @@ def second_job_is_refused(m: Mirrored) -> None:
     def held() -> bool:
         return LEASE_PROPERTY in load_catalog(m.config).load_table(m.identifier).properties
 
+    before = len(m.snapshot_ids())
     with continuous_mirror(m.config_path) as job:
-        deadline = time.monotonic() + 120
-        while not held() and time.monotonic() < deadline:
-            job.assert_alive()
-            time.sleep(1)
-        assert held(), "the running job took no lease"
         m.workload.run(30)
+        deadline = time.monotonic() + 180
+        while len(m.snapshot_ids()) == before and time.monotonic() < deadline:
+            job.assert_alive()  # until the job applied a batch: it runs, not only starts
+            time.sleep(2)
+            m.spark.sql(f"REFRESH TABLE {m.identifier}")
+        assert held(), "the running job holds no lease"
         second = run_mirror_process(m.config_path)
         assert second.returncode == 2, second.stderr[-3000:]
         assert "is being mirrored by another cdcmirror job" in second.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from dataclasses import replace
@@ -131,6 +132,9 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     identifiers = [t.identifier for t in tables]
     me = my_lease(checkpoint)
     acquire(catalog, identifiers, me)  # a second job on these tables stops here
+    # until the query runs (its own handler then finishes the batch), SIGTERM ends the job
+    # through `finally`, which gives the lease back
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         spark = build_spark_session(config, "cdcmirror-mirror")
         applier = build_applier(config, catalog, tables, spark)
@@ -151,7 +155,12 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             run_until_stopped(query)
         renewal.raise_lost()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         release(catalog, identifiers, me)
+
+
+def _exit_on_signal(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 class LeaseRenewal:
