@@ -3,7 +3,7 @@
 Per micro-batch:
 
 1. one small aggregate over the batch gives, per topic and partition, the event count, the
-   end offset and the newest value (whose schema drives schema evolution);
+   end offset and the distinct row schemas (``spark/batch_evolution.py`` evolves to each);
 2. each table with events is applied on its own thread (merges of different tables run
    concurrently): decode (``mirror/envelope.py``), dead-letter what cannot be applied,
    truncate, dedupe, classify against the stored positions, record tombstones, MERGE
@@ -370,8 +370,7 @@ class Applier:
                 ),
             )
             self._with_props(props, lambda: spark.sql(truncate_sql(table, target, literal, soft)))
-            with self._lock:
-                self.tables[table.topic] = replace(table, truncated_at=tuple(truncated_at))
+            self._remember(replace(table, truncated_at=tuple(truncated_at)))
         if truncated_at:
             n = source_length(table.dialect)
             applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
