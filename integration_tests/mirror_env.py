@@ -58,11 +58,17 @@ def create_table_sql(dialect: str, table: str) -> str:
 
 
 class Values:
-    """Seeded random column values, extremes and NULLs included."""
+    """Seeded random column values, extremes and NULLs included. ``incompressible`` adds big
+    random text and bytes, which PostgreSQL stores out of line (TOAST) instead of compressing
+    them inline, so updates that leave them alone stream the unchanged-TOAST placeholder."""
 
-    def __init__(self, dialect: str, seed: int) -> None:
+    def __init__(self, dialect: str, seed: int, incompressible: bool = False) -> None:
         self.dialect = dialect
         self.rnd = random.Random(seed)
+        self.incompressible = incompressible
+
+    def _noise(self, chars: int) -> str:
+        return f"{self.rnd.getrandbits(4 * chars):0{chars}x}"
 
     def _pick(self, choices: Sequence[Any], nulls: float = 0.1) -> Any:
         if self.rnd.random() < nulls:
@@ -151,13 +157,14 @@ class Values:
                 ]
             )
         if name == "data":
-            return self._pick(
-                [b"", b"\x00\xff\x80", bytes(r.getrandbits(8) for _ in range(r.randint(1, 64)))]
-            )
+            small = bytes(r.getrandbits(8) for _ in range(r.randint(1, 64)))
+            big = [r.randbytes(r.randint(3000, 9000))] if self.incompressible else []
+            return self._pick([b"", b"\x00\xff\x80", small, *big])
         if name == "doc":
             return self._pick(['{"a": 1}', '{"s": "' + UNICODE + '"}', "[]", '{"n": null}'])
         if name == "note":
-            return self._pick(["short", UNICODE * 3, "y" * r.randint(3000, 12000)])
+            big = [self._noise(r.randint(3000, 12000))] if self.incompressible else []
+            return self._pick(["short", UNICODE * 3, "y" * r.randint(3000, 12000), *big])
         if name == "tags":
             return self._pick([[], ["a", "b"], [UNICODE], ["x" * 100]])
         if name == "uid":
@@ -209,15 +216,21 @@ def _adapt(dialect: str, value: Any) -> Any:
 
 class Workload:
     """Seeded random inserts, updates, deletes, key changes, multi-row and interleaved
-    transactions. Keeps the ids it believes exist to choose targets; the truth is the source."""
+    transactions. Keeps the ids it believes exist to choose targets; the truth is the source.
 
-    def __init__(self, src: Source, seed: int, first_id: int = 1) -> None:
+    ``chains`` makes it meaner: big incompressible values (out-of-line TOAST on PostgreSQL)
+    and more key changes, half of them re-keying a row that was just re-keyed (A→B→C…), so
+    chains of key changes with unchanged-TOAST updates between them land in one batch."""
+
+    def __init__(self, src: Source, seed: int, first_id: int = 1, chains: bool = False) -> None:
         self.src = src
-        self.values = Values(src.dialect, seed)
+        self.values = Values(src.dialect, seed, incompressible=chains)
         self.rnd = self.values.rnd
         self.next_id = first_id
         self.ids: list[int] = []
         self.columns = all_columns(src.dialect)
+        self.chains = chains
+        self.rekeyed: list[int] = []  # keys made by a key change, newest last
 
     def _insert(self, cur: Any) -> None:
         i = self.next_id
@@ -243,20 +256,26 @@ class Workload:
         self.ids.remove(i)
 
     def _rekey(self, cur: Any) -> None:
-        old = self.rnd.choice(self.ids)
+        recent = [i for i in self.rekeyed[-5:] if i in self.ids]
+        if self.chains and recent and self.rnd.random() < 0.5:
+            old = self.rnd.choice(recent)
+        else:
+            old = self.rnd.choice(self.ids)
         new = self.next_id
         self.next_id += 1
         cur.execute(f"UPDATE {self.src.table} SET id = %s WHERE id = %s", (new, old))
         self.ids.remove(old)
         self.ids.append(new)
+        self.rekeyed.append(new)
 
     def _one(self, cur: Any) -> None:
         p = self.rnd.random()
+        rekey = 0.8 if self.chains else 0.9
         if len(self.ids) < 20 or p < 0.35:
             self._insert(cur)
         elif p < 0.75:
             self._update(cur)
-        elif p < 0.9:
+        elif p < rekey:
             self._delete(cur)
         else:
             self._rekey(cur)

@@ -28,6 +28,20 @@ def workload_then_same(m: Mirrored, operations: int) -> int:
     return m.assert_same()
 
 
+def acceptance_run(m: Mirrored, operations: int, batch: int) -> None:
+    """The workload, then the mirror until caught up: equal row by row, no dead letter, and
+    with ``batch`` the events really went through many batches."""
+    m.workload.run(operations)
+    assert len(m.workload.rekeyed) > operations // 20, "the workload made few key changes"
+    events = services.wait_topic_quiet(m.topic)
+    m.mirror()
+    m.assert_same()
+    dead = m.spark.sql(f"SELECT count(*) FROM {m.dead_letter} WHERE topic = '{m.topic}'")
+    assert dead.collect()[0][0] == 0, "events of the workload went to the dead-letter table"
+    if batch:
+        assert len(m.snapshot_ids()) >= events // batch // 2, "the events were not split up"
+
+
 def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, object]]) -> None:
     """Restart the connector from ``offsets`` (empty: from scratch, a new snapshot)."""
     before = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)

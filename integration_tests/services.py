@@ -163,6 +163,38 @@ def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
     return records
 
 
+def topic_size(topic: str) -> int:
+    """Offsets the topic holds now, summed over its partitions (0 while it does not exist)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": KAFKA, "group.id": unique("size")})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return 0
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in meta.partitions
+        )
+    finally:
+        consumer.close()
+
+
+def wait_topic_quiet(topic: str, quiet: float = 6.0, timeout: float = 300.0) -> int:
+    """Wait until the connector has published what the source committed: the topic grew and
+    then did not grow for ``quiet`` seconds. Returns the offsets it holds."""
+    deadline = time.monotonic() + timeout
+    size, since = topic_size(topic), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = topic_size(topic)
+        if now != size:
+            size, since = now, time.monotonic()
+        elif size and time.monotonic() - since >= quiet:
+            return size
+    raise AssertionError(f"topic {topic} still growing after {timeout:.0f} s ({size} offsets)")
+
+
 def create_topic(topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 

@@ -27,7 +27,12 @@ SEED = 1121
 
 
 def maria_mirrored(
-    world: SparkWorld, snapshot_ops: int, signal: bool = False, kafka_format: str = "json"
+    world: SparkWorld,
+    snapshot_ops: int,
+    signal: bool = False,
+    kafka_format: str = "json",
+    chains: bool = False,
+    mirror_settings: dict[str, object] | None = None,
 ) -> Iterator[Mirrored]:
     database = services.unique("mir_maria")
     admin = services.maria_connect()
@@ -37,7 +42,7 @@ def maria_mirrored(
         if signal:
             services.maria_signal_table(cur, database)
     source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
-    workload = Workload(source, SEED)
+    workload = Workload(source, SEED, chains=chains)
     workload.run(snapshot_ops)
     config = make_config(
         world.config.base_dir,
@@ -46,6 +51,7 @@ def maria_mirrored(
         f"{database}.*",
         database,
         kafka_format=kafka_format,
+        mirror=mirror_settings or {},
     )
     bootstrap(config)
     try:
@@ -167,6 +173,17 @@ def mirror_once(config: Path) -> None:
 
 def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:
     assert sc.workload_then_same(maria, 4000) > 100
+
+
+@pytest.mark.parametrize("batch", [0, 400], ids=["one-batch", "small-batches"])
+def test_random_workload_with_key_change_chains_and_big_values(
+    stack: Stack, mariadb: None, spark_world: SparkWorld, batch: int
+) -> None:
+    """5,000 operations with chains of key changes and updates that leave big values alone,
+    mirrored in one batch and in batches of 400 events."""
+    settings: dict[str, object] = {"max_events_per_batch": batch} if batch else {}
+    for m in maria_mirrored(spark_world, 300, chains=True, mirror_settings=settings):
+        sc.acceptance_run(m, 5000, batch)
 
 
 def test_add_column_mid_stream(maria: Mirrored) -> None:

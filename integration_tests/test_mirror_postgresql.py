@@ -45,13 +45,15 @@ def mirrored(
     snapshot_ops: int,
     signal: bool = False,
     partitions: int = 0,
+    chains: bool = False,
+    mirror_settings: dict[str, object] | None = None,
 ) -> Iterator[Mirrored]:
     schema = services.unique("mir_pg")
     prepare_schema(schema, signal)
     if partitions:  # made before the connector, which then writes into it
         services.create_topic(f"{schema}.{schema}.items", partitions)
     source = pg_source(schema)
-    workload = Workload(source, SEED)
+    workload = Workload(source, SEED, chains=chains)
     workload.run(snapshot_ops)  # these rows arrive through the initial snapshot
     config = make_config(
         world.config.base_dir,
@@ -61,6 +63,7 @@ def mirrored(
         services.TEST_DATABASE,
         kafka_format=kafka_format,
         source={"signal_table": f"{schema}.cdcmirror_signal"} if signal else {},
+        mirror=mirror_settings or {},
     )
     bootstrap(config)
     try:
@@ -77,6 +80,23 @@ def pg(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirror
 def test_random_workload_snapshot_and_stream(pg: Mirrored) -> None:
     rows = sc.workload_then_same(pg, 4000)
     assert rows > 100
+
+
+@pytest.mark.parametrize("batch", [0, 400], ids=["one-batch", "small-batches"])
+def test_random_workload_with_key_change_chains_and_out_of_line_toast(
+    stack: Stack, postgres: None, spark_world: SparkWorld, batch: int
+) -> None:
+    """5,000 operations with chains of key changes and updates that leave big incompressible
+    (out-of-line TOAST) values alone, mirrored in one batch and in batches of 400 events."""
+    settings: dict[str, object] = {"max_events_per_batch": batch} if batch else {}
+    for m in mirrored(spark_world, "json", 300, chains=True, mirror_settings=settings):
+        with services.pg_connect() as conn:
+            stored = conn.execute(
+                f"SELECT count(*) FROM {m.source.table} "
+                "WHERE length(note) > 2500 AND pg_column_size(note) > 2500"
+            ).fetchone()
+        assert stored and stored[0] > 0, "the workload made no uncompressed big value"
+        sc.acceptance_run(m, 5000, batch)
 
 
 def test_unchanged_toast_values_are_kept(pg: Mirrored) -> None:
@@ -150,18 +170,26 @@ def _toast_text() -> str:
     return "(SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 400))"
 
 
-def chained_key_changes_keep_toast_values(pg: Mirrored) -> None:
+def toasted_rows(pg: Mirrored, order: str, count: int) -> list[int]:
+    """Give ``count`` rows (first by ``order``) big TOASTed values, mirror, return their ids."""
     table = pg.source.table
+    first = f"SELECT id FROM {table} ORDER BY {order} LIMIT {count}"
     with services.pg_connect() as conn:
         conn.execute(
             f"UPDATE {table} SET note = {_toast_text()}, tags = ARRAY[{_toast_text()}] "
-            f"WHERE id IN (SELECT id FROM {table} ORDER BY id LIMIT 8)"
+            f"WHERE id IN ({first})"
         )
     sc.settle()
     pg.mirror()
     pg.assert_same()
     with services.pg_connect() as conn:
-        ids = [r[0] for r in conn.execute(f"SELECT id FROM {table} ORDER BY id LIMIT 8")]
+        return [r[0] for r in conn.execute(first)]
+
+
+def chained_key_changes_keep_toast_values(pg: Mirrored) -> None:
+    table = pg.source.table
+    ids = toasted_rows(pg, "id", 8)
+    with services.pg_connect() as conn:
         assert len(ids) == 8
         n = pg.workload.next_id
         moves: list[tuple[int, int]] = []
@@ -202,6 +230,32 @@ def chained_key_changes_keep_toast_values(pg: Mirrored) -> None:
     pg.workload.next_id = n + 11
     sc.settle()
     pg.mirror()
+    pg.assert_same()
+
+
+def test_key_change_split_across_batches_keeps_unchanged_toast_values(pg: Mirrored) -> None:
+    """A key change is delete(A), tombstone, create(B); batches of one event put the delete
+    in one batch and the create in a later one. B's unchanged TOASTed values still come from
+    A's row, for a single key change and for a chain A -> B -> C, across batches."""
+    table = pg.source.table
+    ids = toasted_rows(pg, "id DESC", 2)
+    with services.pg_connect() as conn:
+        n = pg.workload.next_id
+        conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (n, ids[0]))
+        conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (n + 1, ids[1]))
+        conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (n + 2, n + 1))
+    for old, new in ((ids[0], n), (ids[1], n + 2)):
+        pg.workload.ids.remove(old)
+        pg.workload.ids.append(new)
+    pg.workload.next_id = n + 3
+    sc.settle()
+    os.environ["CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH"] = "1"
+    try:
+        before = len(pg.snapshot_ids())
+        pg.mirror()
+        assert len(pg.snapshot_ids()) - before >= 3, "the key changes were not split up"
+    finally:
+        del os.environ["CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH"]
     pg.assert_same()
 
 

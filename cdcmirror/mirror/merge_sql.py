@@ -12,7 +12,10 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cdcmirror.mirror.envelope import old_key_columns, q, source_length, toastable
+from cdcmirror.mirror.key_range import range_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
@@ -66,16 +69,23 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
 
 
 def classify_sql(
-    table: MirrorTable, deduped: str, target: str, tombstones: str | None, soft: bool
+    table: MirrorTable,
+    deduped: str,
+    target: str,
+    tombstones: str | None,
+    soft: bool,
+    bounds: Mapping[str, tuple[int, int]] | None = None,
 ) -> str:
-    """Each deduplicated event with ``_action``: what it does to the stored row."""
+    """Each deduplicated event with ``_action``: what it does to the stored row. ``bounds``:
+    the batch's key range (``key_range.py``), so only stored rows inside it are read."""
+    within = range_sql("", bounds or {})
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     stale_tomb = ""
     join_tomb = ""
     if tombstones:
         join_tomb = (
-            f" LEFT JOIN (SELECT {keys}, _cdc_position FROM {tombstones}) tb "
+            f" LEFT JOIN (SELECT {keys}, _cdc_position FROM {tombstones} WHERE {within}) tb "
             f"ON {_on(table, 's', 'tb')}"
         )
         stale_tomb = (
@@ -92,16 +102,24 @@ def classify_sql(
     )
     return (
         f"SELECT s.*, {action} AS _action FROM {deduped} s "
-        f"LEFT JOIN (SELECT {keys}, _cdc_position FROM {target}) t ON {_on(table, 's', 't')}"
+        f"LEFT JOIN (SELECT {keys}, _cdc_position FROM {target} WHERE {within}) t "
+        f"ON {_on(table, 's', 't')}"
         f"{join_tomb}"
     )
 
 
-def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
+def merge_sql(
+    table: MirrorTable,
+    target: str,
+    changes: str,
+    soft: bool,
+    bounds: Mapping[str, tuple[int, int]] | None = None,
+) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
     classified ``insert`` is inserted: an ``update`` whose row another writer deleted since
-    the classification must not come back through the insert branch."""
+    the classification must not come back through the insert branch. ``bounds``: the
+    batch's key range, so that the scan of the table skips files outside it."""
     n = source_length(table.dialect)
     guard = newer("s._cdc_position", "t._cdc_position", n)
     toast = set(toastable(table))
@@ -132,6 +150,7 @@ def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
         absent = ""
     return (
         f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
+        f"AND {range_sql('t', bounds or {})} "
         f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
         f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
         f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false "
@@ -140,13 +159,19 @@ def merge_sql(table: MirrorTable, target: str, changes: str, soft: bool) -> str:
     )
 
 
-def tombstone_merge_sql(table: MirrorTable, tombstones: str, changes: str) -> str:
+def tombstone_merge_sql(
+    table: MirrorTable,
+    tombstones: str,
+    changes: str,
+    bounds: Mapping[str, tuple[int, int]] | None = None,
+) -> str:
     """Record the position of every hard-deleted key (also keys deleted before they landed)."""
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     return (
         f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position FROM {changes} "
         f"WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
+        f"AND {range_sql('t', bounds or {})} "
         f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
         "THEN UPDATE SET _cdc_position = s._cdc_position "
         "WHEN NOT MATCHED THEN INSERT *"

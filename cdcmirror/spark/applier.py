@@ -45,6 +45,8 @@ from cdcmirror.mirror.envelope import (
     wire_exprs,
 )
 from cdcmirror.mirror.evolution import Evolution, distinct_schemas_sql
+from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
+from cdcmirror.mirror.key_range import bounds_exprs, bounds_of
 from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
@@ -343,7 +345,9 @@ class Applier:
             "max(IF(_cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
             "count_if(_cdc_op = 't') AS truncates",
             f"count_if({key_change_with_placeholders(table)}) AS key_change_fills",
+            *bounds_exprs(table),
         ).first()
+        bounds = bounds_of(table, agg.asDict())
         if agg.newest_ts is not None:
             stats.lag_seconds = time.time() - agg.newest_ts.timestamp()
         props = {
@@ -374,7 +378,12 @@ class Applier:
         if truncated_at:
             n = source_length(table.dialect)
             applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
-        applied.createOrReplaceTempView(view + "_events")
+        if applies_at_create(table) and table.mode != "append":
+            applied.createOrReplaceTempView(view + "_decoded")
+            events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
+        else:
+            events = applied
+        events.createOrReplaceTempView(view + "_events")
         started = time.monotonic()
         if table.mode == "append" or not table.key:
             sql = append_merge_sql(table, target, view + "_events")
@@ -394,7 +403,7 @@ class Applier:
         # Computed once, before anything is written: a recomputation after the MERGE below
         # would classify against the new state (localCheckpoint is eager and cuts lineage).
         changes = spark.sql(
-            classify_sql(table, view + "_deduped", target, tombstones, soft)
+            classify_sql(table, view + "_deduped", target, tombstones, soft, bounds)
         ).localCheckpoint(eager=True)
         try:
             changes.createOrReplaceTempView(view + "_changes")
@@ -403,7 +412,7 @@ class Applier:
                 for r in changes.groupBy("_action").agg(_expr("count(*) AS n")).collect()
             }
             total = sum(counts.values())
-            stats.duplicates = applied.count() - total
+            stats.duplicates = events.count() - total
             stats.inserts = counts.get("insert", 0)
             stats.updates = counts.get("update", 0)
             stats.deletes = counts.get("delete", 0)
@@ -416,15 +425,15 @@ class Applier:
                     f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
                 )
                 effective.createOrReplaceTempView(view + "_effective")
-                sql = merge_sql(table, target, view + "_effective", soft)
+                sql = merge_sql(table, target, view + "_effective", soft, bounds)
                 self._with_props(props, lambda: spark.sql(sql), fault=True)
             # After the MERGE: a crash in between is healed by the re-run of this batch,
             # which finds the row gone and records the tombstone then ("absent").
             if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
-                sql = tombstone_merge_sql(table, tombstones, view + "_changes")
+                sql = tombstone_merge_sql(table, tombstones, view + "_changes", bounds)
                 self._with_props(props, lambda: spark.sql(sql))
         finally:
-            for suffix in ("_events", "_walked", "_deduped", "_changes", "_effective"):
+            for suffix in ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective"):
                 spark.catalog.dropTempView(view + suffix)
         stats.merge_seconds = time.monotonic() - started
         return dead
