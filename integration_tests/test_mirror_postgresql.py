@@ -82,6 +82,29 @@ def test_random_workload_snapshot_and_stream(pg: Mirrored) -> None:
     assert rows > 100
 
 
+def test_batch_line_reports_the_lag_at_commit(
+    pg: Mirrored, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The per-table batch line carries the delay from source commit to the Iceberg commit
+    of the newest, the median and the oldest event of the batch."""
+    pg.workload.run(200)
+    time.sleep(3)  # the events are at least this old when the batch commits
+    sc.settle()
+    with caplog.at_level("INFO", logger="cdcmirror.mirror"):
+        pg.mirror()
+    lines = [
+        json.loads(r.getMessage().split("mirror batch ", 1)[1])
+        for r in caplog.records
+        if r.getMessage().startswith("mirror batch {")
+    ]
+    mine = [line for line in lines if line["table"] == pg.identifier and line["events"]]
+    assert mine, lines
+    for line in mine:
+        newest, p50, most = line["lag_seconds"], line["lag_p50_seconds"], line["lag_max_seconds"]
+        assert 3 <= newest <= p50 <= most < 900, line
+    pg.assert_same()
+
+
 @pytest.mark.parametrize("batch", [0, 400], ids=["one-batch", "small-batches"])
 def test_random_workload_with_key_change_chains_and_out_of_line_toast(
     stack: Stack, postgres: None, spark_world: SparkWorld, batch: int
@@ -264,10 +287,7 @@ def test_toast_value_known_nowhere_is_dead_lettered_not_null(pg: Mirrored) -> No
     unchanged TOAST values are known nowhere. The event is dead-lettered with the reason
     (no NULL written), reconcile --deep lists the key, a full update heals it."""
     table = pg.source.table
-    with services.pg_connect() as conn:
-        (old,) = conn.execute(
-            f"SELECT id FROM {table} WHERE length(note) > 10000 ORDER BY id LIMIT 1"
-        ).fetchone()
+    (old,) = toasted_rows(pg, "id", 1)  # its values out of line, whatever ran before
     pg.spark.sql(f"DELETE FROM {pg.identifier} WHERE id = {old}")
     new = pg.workload.next_id
     pg.workload.next_id += 1

@@ -99,17 +99,39 @@ class TableStats:
     truncates: int = 0
     merge_seconds: float = 0.0
     table_seconds: float = 0.0  # everything for this table: decode, dedupe, classify, write
+    # at the table's commit, from the source commit time of the batch's applicable events:
+    # the newest event's delay, the median event's and the oldest event's
     lag_seconds: float | None = None
+    lag_p50_seconds: float | None = None
+    lag_max_seconds: float | None = None
     offsets: dict[int, int] = field(default_factory=dict)
     stopped: str | None = None
+
+    def committed(
+        self, now: float, newest_us: int | None, median_us: int | None, oldest_us: int | None
+    ) -> None:
+        """Record the lags at commit time ``now`` (epoch seconds), from source commit times
+        in epoch microseconds (None: the batch had no applicable event for this table).
+
+        >>> s = TableStats("t")
+        >>> s.committed(100.0, 99_000_000, 97_000_000, 90_000_000)
+        >>> (s.lag_seconds, s.lag_p50_seconds, s.lag_max_seconds)
+        (1.0, 3.0, 10.0)
+        """
+        if newest_us is None or median_us is None or oldest_us is None:
+            return
+        self.lag_seconds = now - newest_us / 1e6
+        self.lag_p50_seconds = now - median_us / 1e6
+        self.lag_max_seconds = now - oldest_us / 1e6
 
     def line(self, batch_id: int) -> str:
         out = {"batch": batch_id, **self.__dict__}
         out["offsets"] = {str(k): v for k, v in self.offsets.items()}
         out["merge_seconds"] = round(self.merge_seconds, 3)
         out["table_seconds"] = round(self.table_seconds, 3)
-        if self.lag_seconds is not None:
-            out["lag_seconds"] = round(self.lag_seconds, 3)
+        for name in ("lag_seconds", "lag_p50_seconds", "lag_max_seconds"):
+            if out[name] is not None:
+                out[name] = round(out[name], 3)
         return json.dumps(out, sort_keys=True)
 
 
@@ -334,22 +356,26 @@ class Applier:
         self, decoded: Any, batch_id: int, table: MirrorTable, stats: TableStats
     ) -> Any:
         spark = self.batch_spark
+        ts = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
+        agg = decoded.selectExpr(  # one pass; bounds over every event are still bounds
+            "count_if(_error IS NOT NULL) AS bad",
+            f"max({ts}) AS newest_us",
+            f"percentile_approx({ts}, 0.5) AS median_us",
+            f"min({ts}) AS oldest_us",
+            "max(IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
+            "count_if(_error IS NULL AND _cdc_op = 't') AS truncates",
+            f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) "
+            "AS key_change_fills",
+            *bounds_exprs(table),
+        ).first()
+        bounds = bounds_of(table, agg.asDict())
+        source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
+        stats.dead_lettered = agg.bad
         bad = decoded.where("_error IS NOT NULL")
-        stats.dead_lettered = bad.count()
         dead = self._dead_letters(bad, table) if stats.dead_lettered else None
         good = decoded.where("_error IS NULL")
         target = spark_name(table.identifier)
         soft = self.options.soft_deletes
-        agg = good.selectExpr(
-            "max(_cdc_source_ts) AS newest_ts",
-            "max(IF(_cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
-            "count_if(_cdc_op = 't') AS truncates",
-            f"count_if({key_change_with_placeholders(table)}) AS key_change_fills",
-            *bounds_exprs(table),
-        ).first()
-        bounds = bounds_of(table, agg.asDict())
-        if agg.newest_ts is not None:
-            stats.lag_seconds = time.time() - agg.newest_ts.timestamp()
         props = {
             "cdcmirror.query-id": self.query_id or "",
             "cdcmirror.batch-id": str(batch_id),
@@ -390,6 +416,7 @@ class Applier:
             self._with_props(props, lambda: spark.sql(sql))
             stats.inserts = applied.count()
             stats.merge_seconds = time.monotonic() - started
+            stats.committed(time.time(), *source_us)
             return dead
         tombstones = None
         if not soft:
@@ -436,6 +463,7 @@ class Applier:
             for suffix in ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective"):
                 spark.catalog.dropTempView(view + suffix)
         stats.merge_seconds = time.monotonic() - started
+        stats.committed(time.time(), *source_us)
         return dead
 
     def _dead_letters(self, bad: Any, table: MirrorTable) -> Any:
