@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -82,6 +83,16 @@ def test_random_workload_snapshot_and_stream(pg: Mirrored) -> None:
     assert rows > 100
 
 
+def batch_lines(caplog: pytest.LogCaptureFixture, identifier: str) -> list[dict[str, Any]]:
+    """The in-process mirror's batch lines for this table, of batches with its events."""
+    lines = [
+        json.loads(r.getMessage().split("mirror batch ", 1)[1])
+        for r in caplog.records
+        if r.getMessage().startswith("mirror batch {")
+    ]
+    return [line for line in lines if line["table"] == identifier and line["events"]]
+
+
 def test_batch_line_reports_the_lag_at_commit(
     pg: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -92,16 +103,42 @@ def test_batch_line_reports_the_lag_at_commit(
     sc.settle()
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
-    lines = [
-        json.loads(r.getMessage().split("mirror batch ", 1)[1])
-        for r in caplog.records
-        if r.getMessage().startswith("mirror batch {")
-    ]
-    mine = [line for line in lines if line["table"] == pg.identifier and line["events"]]
-    assert mine, lines
+    mine = batch_lines(caplog, pg.identifier)
+    assert mine, caplog.text
     for line in mine:
         newest, p50, most = line["lag_seconds"], line["lag_p50_seconds"], line["lag_max_seconds"]
         assert 3 <= newest <= p50 <= most < 900, line
+    pg.assert_same()
+
+
+def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCaptureFixture) -> None:
+    """The batch line's counts follow the keys: several events on one key are one change and
+    the rest duplicates; a key change is the old key's delete and the new key's insert."""
+    sc.settle()
+    pg.mirror()
+    table, w = pg.source.table, pg.workload
+    new = w.next_id
+    stored, rekeyed = w.ids[0], w.ids[1]
+    with services.pg_connect() as conn:
+        for i in range(3):
+            conn.execute(f"INSERT INTO {table} (id, qty) VALUES (%s, 1)", (new + i,))
+        for qty in (2, 3):
+            conn.execute(f"UPDATE {table} SET qty = %s WHERE id = %s", (qty, new))
+            conn.execute(f"UPDATE {table} SET qty = %s WHERE id = %s", (qty, stored))
+        conn.execute(f"DELETE FROM {table} WHERE id = %s", (new + 1,))
+        conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (new + 3, rekeyed))
+    w.ids.remove(rekeyed)
+    w.ids += [new, new + 2, new + 3]
+    w.next_id = new + 4
+    sc.settle()
+    with caplog.at_level("INFO", logger="cdcmirror.mirror"):
+        pg.mirror()
+    mine = batch_lines(caplog, pg.identifier)
+    assert len(mine) == 1, mine
+    counts = {k: mine[0][k] for k in ("inserts", "updates", "deletes", "duplicates", "stale")}
+    # 10 change events on 6 keys: new, new+2 and new+3 inserted, `stored` updated, `rekeyed`
+    # deleted, new+1 inserted and deleted in the batch (never stored: no action counted)
+    assert counts == {"inserts": 3, "updates": 1, "deletes": 1, "duplicates": 4, "stale": 0}
     pg.assert_same()
 
 

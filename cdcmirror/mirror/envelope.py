@@ -36,9 +36,11 @@ from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import unavailable_sql
 
 OPS = ("c", "u", "d", "r", "t")
-# On a PostgreSQL key change Debezium sends delete(old key) + create(new key); the create
-# names the old key in this header (schemaless JSON). Unchanged TOASTed values of the row
-# are placeholders in that create, so they are taken from the old key's row.
+# On a key change Debezium sends delete(old key) + create(new key). The delete names the
+# new key in NEW_KEY_HEADER, the create names the old key in OLD_KEY_HEADER. On PostgreSQL
+# unchanged TOASTed values of the row are placeholders in that create, so they are taken
+# from the old key's row (key_change.py, toast_chain.py).
+NEW_KEY_HEADER = "__debezium.newkey"
 OLD_KEY_HEADER = "__debezium.oldkey"
 
 _SOURCE_FIELDS = {

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdcmirror.mirror.envelope import old_key_columns, q
+from cdcmirror.mirror.envelope import NEW_KEY_HEADER, old_key_columns, q
 from cdcmirror.mirror.spec import MirrorTable
-
-NEW_KEY_HEADER = "__debezium.newkey"
 
 
 def applies_at_create(table: MirrorTable) -> bool:
-    """Whether this table's key changes are applied at their create half."""
-    return bool(old_key_columns(table))
+    """Whether this table's key changes are applied at their create half (append-mode
+    tables keep every event as it comes)."""
+    return bool(old_key_columns(table)) and table.mode != "append"
 
 
 def key_changes_at_create_sql(table: MirrorTable, events: str, columns: Sequence[str]) -> str:
@@ -42,7 +41,7 @@ def key_changes_at_create_sql(table: MirrorTable, events: str, columns: Sequence
     True
     """
     old = dict(zip(table.key, old_key_columns(table), strict=True))
-    if not old:
+    if not applies_at_create(table):
         return f"SELECT * FROM {events}"
     flags = {"_t_" + c.name for c in table.columns}
     nulls = {c.name for c in table.columns} | set(old.values()) | {"_error"}
@@ -59,10 +58,39 @@ def key_changes_at_create_sql(table: MirrorTable, events: str, columns: Sequence
         else:  # Kafka coordinates, position, commit time: the create's
             synthetic.append(q(name))
     listed = ", ".join(q(c) for c in columns)
-    has_header = f"coalesce(exists(_headers, h -> h.key = '{NEW_KEY_HEADER}'), false)"
-    delete_half = f"_cdc_op = 'd' AND {has_header}"
-    first_old = q(next(iter(old.values())))
     return (
-        f"SELECT {listed} FROM {events} WHERE NOT ({delete_half}) "
-        f"UNION ALL SELECT {', '.join(synthetic)} FROM {events} WHERE {first_old} IS NOT NULL"
+        f"SELECT {listed} FROM {events} WHERE NOT {delete_half_sql(table)} "
+        f"UNION ALL SELECT {', '.join(synthetic)} FROM {events} WHERE {create_half_sql(table)}"
+    )
+
+
+def delete_half_sql(table: MirrorTable) -> str:
+    """Condition over decoded events: the delete half of a key change, which is skipped."""
+    if not applies_at_create(table):
+        return "false"
+    header = f"coalesce(exists(_headers, h -> h.key = '{NEW_KEY_HEADER}'), false)"
+    return f"(_cdc_op = 'd' AND {header})"
+
+
+def create_half_sql(table: MirrorTable) -> str:
+    """Condition over decoded events: a key-change create, which brings the old key's delete."""
+    old = old_key_columns(table)
+    return f"({q(old[0])} IS NOT NULL)" if applies_at_create(table) else "false"
+
+
+def applied_count_sql(table: MirrorTable) -> str:
+    """Aggregate over decoded events: how many rows the applier's change events number
+    (``_cdc_op`` c/u/d/r, the delete halves skipped, one delete added per key-change create),
+    before a truncate in the batch drops the older ones.
+
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = MirrorTable("n.t", "s.p.t", "mysql", "p.t", ("id",), "upsert",
+    ...     (MirrorColumn("id", "long", "int64"),))
+    >>> applied_count_sql(t).count("count_if")
+    2
+    """
+    good = "_error IS NULL"
+    return (
+        f"count_if({good} AND _cdc_op IN ('c', 'u', 'd', 'r') AND NOT {delete_half_sql(table)})"
+        f" + count_if({good} AND {create_half_sql(table)})"
     )

@@ -19,6 +19,9 @@ from cdcmirror.mirror.spec import MirrorTable
 
 _INTEGRAL = ("int", "long")
 
+# Per ranged key column, the smallest and largest value of the batch.
+Bounds = Mapping[str, tuple[int, int]]
+
 
 def ranged_keys(table: MirrorTable) -> list[str]:
     """Key columns a range can bound."""
@@ -56,7 +59,7 @@ def bounds_of(table: MirrorTable, row: Mapping[str, object]) -> dict[str, tuple[
     return out
 
 
-def range_sql(alias: str, bounds: Mapping[str, tuple[int, int]]) -> str:
+def range_sql(alias: str, bounds: Bounds) -> str:
     """Condition on the stored rows (``alias.`` prefix, or none with ``alias`` empty).
 
     >>> range_sql("t", {"id": (3, 9)})

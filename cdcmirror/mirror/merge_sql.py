@@ -12,10 +12,8 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from cdcmirror.mirror.envelope import old_key_columns, q, source_length, toastable
-from cdcmirror.mirror.key_range import range_sql
+from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
@@ -74,7 +72,7 @@ def classify_sql(
     target: str,
     tombstones: str | None,
     soft: bool,
-    bounds: Mapping[str, tuple[int, int]] | None = None,
+    bounds: Bounds | None = None,
 ) -> str:
     """Each deduplicated event with ``_action``: what it does to the stored row. ``bounds``:
     the batch's key range (``key_range.py``), so only stored rows inside it are read."""
@@ -113,7 +111,7 @@ def merge_sql(
     target: str,
     changes: str,
     soft: bool,
-    bounds: Mapping[str, tuple[int, int]] | None = None,
+    bounds: Bounds | None = None,
 ) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
@@ -163,7 +161,7 @@ def tombstone_merge_sql(
     table: MirrorTable,
     tombstones: str,
     changes: str,
-    bounds: Mapping[str, tuple[int, int]] | None = None,
+    bounds: Bounds | None = None,
 ) -> str:
     """Record the position of every hard-deleted key (also keys deleted before they landed)."""
     n = source_length(table.dialect)

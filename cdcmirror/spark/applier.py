@@ -45,7 +45,11 @@ from cdcmirror.mirror.envelope import (
     wire_exprs,
 )
 from cdcmirror.mirror.evolution import Evolution, distinct_schemas_sql
-from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
+from cdcmirror.mirror.key_change import (
+    applied_count_sql,
+    applies_at_create,
+    key_changes_at_create_sql,
+)
 from cdcmirror.mirror.key_range import bounds_exprs, bounds_of
 from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
@@ -364,6 +368,7 @@ class Applier:
             f"min({ts}) AS oldest_us",
             "max(IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
             "count_if(_error IS NULL AND _cdc_op = 't') AS truncates",
+            f"{applied_count_sql(table)} AS applied",
             f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) "
             "AS key_change_fills",
             *bounds_exprs(table),
@@ -404,20 +409,23 @@ class Applier:
         if truncated_at:
             n = source_length(table.dialect)
             applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
-        if applies_at_create(table) and table.mode != "append":
-            applied.createOrReplaceTempView(view + "_decoded")
-            events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
-        else:
-            events = applied
-        events.createOrReplaceTempView(view + "_events")
         started = time.monotonic()
         if table.mode == "append" or not table.key:
-            sql = append_merge_sql(table, target, view + "_events")
-            self._with_props(props, lambda: spark.sql(sql))
-            stats.inserts = applied.count()
+            applied.createOrReplaceTempView(view + "_events")
+            try:
+                sql = append_merge_sql(table, target, view + "_events")
+                self._with_props(props, lambda: spark.sql(sql))
+            finally:
+                spark.catalog.dropTempView(view + "_events")
+            stats.inserts = applied.count() if truncated_at else agg.applied
             stats.merge_seconds = time.monotonic() - started
             stats.committed(time.time(), *source_us)
             return dead
+        events = applied
+        if applies_at_create(table):
+            applied.createOrReplaceTempView(view + "_decoded")
+            events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
+        events.createOrReplaceTempView(view + "_events")
         tombstones = None
         if not soft:
             tombstones = self._tombstone_table(table)
@@ -439,7 +447,8 @@ class Applier:
                 for r in changes.groupBy("_action").agg(_expr("count(*) AS n")).collect()
             }
             total = sum(counts.values())
-            stats.duplicates = events.count() - total
+            # superseded within the batch, or older than a truncate
+            stats.duplicates = max(0, agg.applied - total)
             stats.inserts = counts.get("insert", 0)
             stats.updates = counts.get("update", 0)
             stats.deletes = counts.get("delete", 0)
