@@ -9,12 +9,9 @@ as a reference to the ``Value`` record that ``before`` defines, an enum-like uni
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import re
 import struct
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -24,9 +21,7 @@ from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.mirror.avro import (
     AvroDecodeError,
-    Decoder,
     connect_schema,
-    decode_function,
     plain_schema,
     schema_id,
 )
@@ -151,54 +146,6 @@ def framed(sid: int, record: dict[str, Any], schema: dict[str, Any] = ENVELOPE) 
     body = io.BytesIO()
     schemaless_writer(body, parse_schema(plain_schema(schema)), record)
     return b"\x00" + struct.pack(">I", sid) + body.getvalue()
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def test_decodes_to_the_json_converter_text() -> None:
-    text = Decoder({42: json.dumps(ENVELOPE)}).decode(framed(42, EVENT))
-    event = json.loads(text)
-    after = event["after"]
-    assert event["op"] == "c" and event["before"] is None
-    assert event["source"] == {"ts_ms": 1, "snapshot": "false", "sequence": '["1","2"]', "lsn": 2}
-    # bytes and decimals as base64 of the bytes written, as the JSON converter carries them
-    assert after["price"] == b64(ROW["price"])
-    assert after["wide"] == b64(ROW["wide"])
-    assert after["data"] == b64(b"\x00\xff\x10")
-    assert after["unbounded"] == {"scale": 3, "value": b64(ROW["unbounded"]["value"])}
-    # Debezium's time types stay the plain numbers they are
-    assert (after["born"], after["seen_at"]) == (-719162, 253402300799999999)
-    assert after["name"] == ROW["name"] and after["tags"] == ["a", None, ""]
-    assert after["small"] == -32768 and after["ratio"] == 0.5
-
-
-def test_the_decimal_bytes_are_the_value() -> None:
-    """What the JSON converter and Spark's decoder read back: unscaled two's complement."""
-    after = json.loads(Decoder({1: json.dumps(ENVELOPE)}).decode(framed(1, EVENT)))["after"]
-    unscaled = int.from_bytes(base64.b64decode(after["price"]), "big", signed=True)
-    assert Decimal(f"{unscaled}E-10") == Decimal("9999999999999999999999999999.9999999999")
-
-
-def test_undecodable_values_say_why() -> None:
-    decoder = Decoder({1: json.dumps(ENVELOPE), 2: '{"type": "no-such-type"}'})
-    good = framed(1, EVENT)
-    cases = {
-        b'{"op": "c"}': "not Avro in the Confluent wire format",
-        b"\x00\x00\x00\x00\x09" + good[5:]: "schema id 9 is not in the schema registry",
-        good[:-4]: "does not match schema id 1",
-        good + b"\x01\x02": "2 bytes left over",
-        b"\x00\x00\x00\x00\x02" + good[5:]: "schema id 2 is not a usable Avro schema",
-    }
-    decode = decode_function({1: json.dumps(ENVELOPE), 2: '{"type": "no-such-type"}'})
-    for value, expected in cases.items():
-        with pytest.raises(ValueError, match=expected):
-            decoder.decode(value)
-        text, error = decode(value)
-        assert text is None and error is not None and expected in error
-    assert decode(None) == (None, None)  # a tombstone stays a tombstone
-    assert decode(good)[1] is None
 
 
 def test_schema_id_reads_the_frame() -> None:

@@ -1,20 +1,19 @@
-"""Avro in the Confluent wire format, turned into what the JSON converter would have written.
+"""Avro in the Confluent wire format, read as what the JSON converter would have written.
 
 A Kafka value is a magic byte 0, a 4-byte big-endian schema id, then the Avro body written
-with that schema (the registry keeps it). The decoder reads the body with fastavro and writes
-the Debezium envelope as JSON text exactly as Kafka Connect's JSON converter without schemas
-does (bytes as base64, Decimal as the base64 of its unscaled two's complement, Debezium's
-logical types as their plain numbers and strings), so that one decoder (``envelope.py``) in
-Spark SQL serves every format. The Avro schema itself is turned into a Connect field schema,
-so that schema evolution reads it like the JSON converter's embedded schema.
+with that schema (the registry keeps it). Spark's own Avro reader reads the body with the
+schema's logical types removed (``plain_schema``) and writes the Debezium envelope as JSON
+text the way Kafka Connect's JSON converter without schemas does (bytes as base64, Decimal
+as the base64 of its unscaled two's complement, Debezium's logical types as their plain
+numbers and strings), so that one decoder (``envelope.py``) in Spark SQL serves every
+format; ``spark/avro_frames.py`` runs it. The Avro schema itself is turned into a Connect
+field schema, so that schema evolution reads it like the JSON converter's embedded schema.
 
 Pure: the registry lookups are in ``registry.py``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import struct
 from typing import Any
@@ -52,59 +51,6 @@ def plain_schema(schema: Any) -> Any:
     if isinstance(schema, dict):
         return {k: plain_schema(v) for k, v in schema.items() if k != "logicalType"}
     return schema
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    return value
-
-
-class Decoder:
-    """Decodes framed values against parsed schemas (schema id -> Avro schema JSON)."""
-
-    def __init__(self, schemas: dict[int, str]) -> None:
-        from fastavro import parse_schema
-
-        self._parsed: dict[int, Any] = {}
-        self._problems: dict[int, str] = {}
-        for sid, text in schemas.items():
-            try:
-                self._parsed[sid] = parse_schema(plain_schema(json.loads(text)))
-            except Exception as exc:  # a bad schema dead-letters its events
-                self._problems[sid] = f"schema id {sid} is not a usable Avro schema: {exc}"
-
-    def decode(self, value: bytes) -> str:
-        """The envelope as JSON text (the JSON converter's shape, without schema)."""
-        from fastavro import schemaless_reader
-
-        sid = schema_id(value)
-        if sid is None:
-            raise AvroDecodeError(
-                "not Avro in the Confluent wire format (no magic byte 0 and schema id)"
-            )
-        if sid in self._problems:
-            raise AvroDecodeError(self._problems[sid])
-        parsed = self._parsed.get(sid)
-        if parsed is None:
-            raise AvroDecodeError(f"schema id {sid} is not in the schema registry")
-        body = io.BytesIO(value[HEADER:])
-        try:
-            record = schemaless_reader(body, parsed, None)
-        except Exception as exc:  # fastavro raises many kinds
-            raise AvroDecodeError(
-                f"the Avro body does not match schema id {sid}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if body.tell() != len(value) - HEADER:
-            raise AvroDecodeError(
-                f"the Avro body is longer than schema id {sid} reads "
-                f"({len(value) - HEADER - body.tell()} bytes left over)"
-            )
-        return json.dumps(_json_ready(record), separators=(",", ":"))
 
 
 # -- the Avro schema as a Kafka Connect field schema (what schema evolution reads) -------
@@ -199,27 +145,53 @@ def _connect(schema: Any, named: dict[str, Any], namespace: str) -> dict[str, An
     return out
 
 
-def decode_function(schemas: dict[int, str]) -> Any:
-    """A function value -> (JSON text, error) for a Spark UDF; the schemas travel with it and
-    are parsed once per Python worker."""
-    state: dict[str, Decoder] = {}
-
-    def decode(value: bytes | bytearray | None) -> tuple[str | None, str | None]:
-        if value is None:
-            return None, None
-        decoder = state.get("decoder")
-        if decoder is None:
-            decoder = state["decoder"] = Decoder(schemas)
-        try:
-            return decoder.decode(bytes(value)), None
-        except AvroDecodeError as exc:
-            return None, f"Avro: {exc}"
-
-    return decode
-
-
 # The schema id of a Confluent-framed Kafka value, in Spark SQL (NULL when not framed).
 SCHEMA_ID_SQL = (
     "IF(length(value) >= 5 AND substring(value, 1, 1) = X'00', "
     "CAST(conv(hex(substring(value, 2, 4)), 16, 10) AS BIGINT), NULL)"
 )
+
+
+def record_fields(schema_text: str) -> list[str]:
+    """The field names of a record schema (JSON text); empty for anything else.
+
+    >>> record_fields('{"type": "record", "name": "E", "fields": [{"name": "op"}]}')
+    ['op']
+    >>> record_fields('"long"')
+    []
+    """
+    schema = json.loads(schema_text)
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return []
+    return [str(f["name"]) for f in schema.get("fields", []) if isinstance(f, dict)]
+
+
+def avro_error_sql(readable: list[int], problems: dict[int, str]) -> str:
+    """Spark SQL over a framed batch (``value``, ``_schema_id``, ``_json``): why a value
+    could not be read, NULL when it was (or is a tombstone).
+
+    >>> avro_error_sql([1], {2: "schema id 2 is not a usable Avro schema: x"})[:38]
+    'CASE WHEN value IS NULL THEN NULL WHEN'
+    """
+
+    def text(reason: str) -> str:
+        return "'Avro: " + reason.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    cases = ["WHEN value IS NULL THEN NULL"]
+    cases.append(
+        "WHEN _schema_id IS NULL THEN "
+        + text("not Avro in the Confluent wire format (no magic byte 0 and schema id)")
+    )
+    for sid, reason in sorted(problems.items()):
+        cases.append(f"WHEN _schema_id = {sid} THEN {text(reason)}")
+    known = ", ".join(str(sid) for sid in sorted(readable))
+    unknown = f"_schema_id NOT IN ({known})" if known else "true"
+    cases.append(
+        f"WHEN {unknown} THEN concat('Avro: schema id ', _schema_id, "
+        "' is not in the schema registry')"
+    )
+    cases.append(
+        "WHEN _json IS NULL THEN concat('Avro: the Avro body does not match schema id ', "
+        "_schema_id)"
+    )
+    return f"CASE {' '.join(cases)} END"

@@ -30,10 +30,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cdcmirror.exceptions import CdcMirrorError
-from cdcmirror.mirror.avro import (
-    SCHEMA_ID_SQL,
-    decode_function,
-)
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     checked_exprs,
@@ -68,6 +64,7 @@ from cdcmirror.mirror.toast_chain import (
     unknown_columns_sql,
     unknown_sql,
 )
+from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
@@ -180,6 +177,7 @@ class Applier:
         self.query_id: str | None = None
         self.batch_spark = spark
         self._lock = threading.Lock()
+        self._avro = AvroFrames()
         self._tombstone_keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
         self._kind = (
             "avro" if options.registry is not None else "json" if options.schemas else "schemaless"
@@ -254,11 +252,8 @@ class Applier:
     def _from_avro(self, df: Any) -> Any:
         """Adds ``_json`` (the Avro value as the JSON converter's text), ``_decode_error`` and
         ``_schema_id``; the schemas of the batch's ids are fetched once, on the driver."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType, StructField, StructType
-
         assert self.options.registry is not None
-        framed = df.withColumn("_schema_id", F.expr(SCHEMA_ID_SQL))
+        framed = self._avro.with_ids(df)
         ids = [
             int(r[0])
             for r in framed.select("_schema_id")
@@ -266,15 +261,7 @@ class Applier:
             .distinct()
             .collect()
         ]
-        schemas = self.options.registry.schemas(ids)
-        result = StructType([StructField("json", StringType()), StructField("error", StringType())])
-        decode = F.udf(decode_function(schemas), result)
-        return (
-            framed.withColumn("_avro", decode(F.col("value")))
-            .withColumn("_json", F.col("_avro.json"))
-            .withColumn("_decode_error", F.col("_avro.error"))
-            .drop("_avro")
-        )
+        return self._avro.decode(framed, self.options.registry.schemas(ids))
 
     def _maintain(self) -> None:
         """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
@@ -442,10 +429,12 @@ class Applier:
         ).localCheckpoint(eager=True)
         try:
             changes.createOrReplaceTempView(view + "_changes")
-            counts = {
-                r._action: r.n
-                for r in changes.groupBy("_action").agg(_expr("count(*) AS n")).collect()
-            }
+            rows = (
+                changes.groupBy("_action")
+                .agg(_expr("count(*) AS n"), _expr(f"count_if({unknown_sql(table)}) AS unknown"))
+                .collect()
+            )
+            counts = {r._action: r.n for r in rows}
             total = sum(counts.values())
             # superseded within the batch, or older than a truncate
             stats.duplicates = max(0, agg.applied - total)
@@ -453,7 +442,9 @@ class Applier:
             stats.updates = counts.get("update", 0)
             stats.deletes = counts.get("delete", 0)
             stats.stale = counts.get("stale", 0)
-            unknown = self._unknown_toast(table, changes, applied, stats)
+            unknown = None
+            if sum(r.unknown for r in rows):
+                unknown = self._unknown_toast(table, changes, applied, stats)
             if unknown is not None:
                 dead = unknown if dead is None else dead.unionByName(unknown)
             if stats.inserts or stats.updates or stats.deletes:
@@ -500,15 +491,10 @@ class Applier:
         self, table: MirrorTable, changes: Any, events: Any, stats: TableStats
     ) -> Any:
         """The events whose unchanged TOAST value the mirror cannot know, as dead letters
-        (never written as NULL); None when there are none."""
-        condition = unknown_sql(table)
-        if condition == "false":
-            return None
-        unknown = changes.where(condition).selectExpr(
+        (never written as NULL); called when the batch has some."""
+        unknown = changes.where(unknown_sql(table)).selectExpr(
             "_partition AS _p", "_offset AS _o", f"{unknown_columns_sql(table)} AS _columns"
         )
-        if unknown.isEmpty():
-            return None
         reason = (
             "concat('unchanged TOAST value of column(s) ', _columns, ' is known neither in "
             "this batch nor in the mirror (the row came through a key change or is not "
