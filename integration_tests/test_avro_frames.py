@@ -52,6 +52,9 @@ def test_undecodable_values_say_why(spark_world: SparkWorld) -> None:
         None: None,  # a tombstone stays a tombstone
         b'{"op": "c"}': "not Avro in the Confluent wire format",
         b"\x00\x00\x00\x00\x09" + good[5:]: "schema id 9 is not in the schema registry",
+        framed(70000, EVENT): "schema id 70000 is not in the schema registry",  # 4 id bytes
+        b"\x01\x00\x00\x00\x01" + good[5:]: "not Avro in the Confluent wire format",
+        b"\x00\x00": "not Avro in the Confluent wire format",
         good[:-4]: "the Avro body does not match schema id 1",
         good[:12]: "the Avro body does not match schema id 1",
         b"\x00\x00\x00\x00\x02" + good[5:]: "schema id 2 is not a usable Avro schema",

@@ -23,7 +23,6 @@ from cdcmirror.mirror.avro import (
     AvroDecodeError,
     connect_schema,
     plain_schema,
-    schema_id,
 )
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
@@ -146,13 +145,6 @@ def framed(sid: int, record: dict[str, Any], schema: dict[str, Any] = ENVELOPE) 
     body = io.BytesIO()
     schemaless_writer(body, parse_schema(plain_schema(schema)), record)
     return b"\x00" + struct.pack(">I", sid) + body.getvalue()
-
-
-def test_schema_id_reads_the_frame() -> None:
-    assert schema_id(framed(70000, EVENT)) == 70000
-    assert schema_id(None) is None
-    assert schema_id(b"\x01\x00\x00\x00\x01xx") is None
-    assert schema_id(b"\x00\x00") is None
 
 
 def test_connect_schema_drives_evolution_like_the_json_converter() -> None:

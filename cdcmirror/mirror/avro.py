@@ -15,28 +15,13 @@ Pure: the registry lookups are in ``registry.py``.
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
-MAGIC = 0
-HEADER = 5
+HEADER = 5  # magic byte 0, then the schema id as 4 big-endian bytes
 
 
 class AvroDecodeError(ValueError):
     """A value that is not Avro in the Confluent wire format, or does not fit its schema."""
-
-
-def schema_id(value: bytes | None) -> int | None:
-    """The schema id of a Confluent-framed value; None for a tombstone or another format.
-
-    >>> schema_id(bytes([0, 0, 0, 1, 2]) + b"body")
-    258
-    >>> schema_id(b'{"op": "c"}') is None
-    True
-    """
-    if value is None or len(value) < HEADER or value[0] != MAGIC:
-        return None
-    return int(struct.unpack(">I", value[1:HEADER])[0])
 
 
 def plain_schema(schema: Any) -> Any:
@@ -147,7 +132,7 @@ def _connect(schema: Any, named: dict[str, Any], namespace: str) -> dict[str, An
 
 # The schema id of a Confluent-framed Kafka value, in Spark SQL (NULL when not framed).
 SCHEMA_ID_SQL = (
-    "IF(length(value) >= 5 AND substring(value, 1, 1) = X'00', "
+    f"IF(length(value) >= {HEADER} AND substring(value, 1, 1) = X'00', "
     "CAST(conv(hex(substring(value, 2, 4)), 16, 10) AS BIGINT), NULL)"
 )
 

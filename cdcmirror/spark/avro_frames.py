@@ -15,7 +15,13 @@ from functools import reduce
 from operator import and_
 from typing import Any
 
-from cdcmirror.mirror.avro import SCHEMA_ID_SQL, avro_error_sql, plain_schema, record_fields
+from cdcmirror.mirror.avro import (
+    HEADER,
+    SCHEMA_ID_SQL,
+    avro_error_sql,
+    plain_schema,
+    record_fields,
+)
 
 _PERMISSIVE = {"mode": "PERMISSIVE"}  # a body that does not fit its schema reads as NULL
 _KEEP_NULLS = {"ignoreNullFields": "false"}  # "field": null, as the JSON converter writes
@@ -25,7 +31,8 @@ class AvroFrames:
     """Decodes the framed values of batches; what Spark makes of each schema id is kept."""
 
     def __init__(self) -> None:
-        self._usable: dict[int, str] = {}  # schema id -> plain schema JSON Spark can read
+        # schema id -> plain schema JSON Spark can read, and its record's field names
+        self._usable: dict[int, tuple[str, list[str]]] = {}
         self._problems: dict[int, str] = {}
         self._lock = threading.Lock()
 
@@ -42,14 +49,15 @@ class AvroFrames:
         from pyspark.sql.avro.functions import from_avro
 
         usable = {sid: self._check(framed.sparkSession, sid, text) for sid, text in schemas.items()}
-        body = F.expr("substring(value, 6)")
+        body = F.expr(f"substring(value, {HEADER + 1})")
         text: Any = F.lit(None).cast("string")
-        for sid, plain in sorted(usable.items()):
-            if plain is None:
+        for sid, known in sorted(usable.items()):
+            if known is None:
                 continue
+            plain, fields = known
             record = from_avro(body, plain, _PERMISSIVE)
             # a body that does not fit reads as a record whose every field is NULL
-            fits = ~reduce(and_, [record[f].isNull() for f in record_fields(plain)])
+            fits = ~reduce(and_, [record[f].isNull() for f in fields])
             decoded = F.when(fits, F.to_json(record, _KEEP_NULLS))
             text = F.when(F.col("_schema_id") == sid, decoded).otherwise(text)
         readable = [sid for sid, plain in usable.items() if plain is not None]
@@ -58,8 +66,9 @@ class AvroFrames:
             "_decode_error", F.expr(avro_error_sql(readable, problems))
         )
 
-    def _check(self, spark: Any, sid: int, text: str) -> str | None:
-        """The plain schema of ``sid`` if Spark reads it, else None (the reason kept)."""
+    def _check(self, spark: Any, sid: int, text: str) -> tuple[str, list[str]] | None:
+        """The plain schema of ``sid`` and its field names if Spark reads it, else None (the
+        reason kept)."""
         with self._lock:
             if sid in self._usable:
                 return self._usable[sid]
@@ -70,7 +79,8 @@ class AvroFrames:
 
         try:
             plain = json.dumps(plain_schema(json.loads(text)))
-            if not record_fields(plain):
+            fields = record_fields(plain)
+            if not fields:
                 raise ValueError("not an Avro record with fields")
             spark.range(0).select(from_avro(F.lit(b""), plain, _PERMISSIVE)).schema  # noqa: B018
         except Exception as exc:  # a bad schema dead-letters its events, it does not stop
@@ -79,5 +89,5 @@ class AvroFrames:
                 self._problems[sid] = f"schema id {sid} is not a usable Avro schema: {reason}"
             return None
         with self._lock:
-            self._usable[sid] = plain
-        return plain
+            self._usable[sid] = (plain, fields)
+        return plain, fields
