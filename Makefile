@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench chaos clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/maintain_scan.py 200
 	$(BIN)/python benchmarks/table_size.py 100000,3000000 10000
 	$(BIN)/python benchmarks/freshness.py 1,10,60 300 200
+
+chaos: install ## faults at random times (kill -9 of the mirror, Connect, Kafka; source restarts; lost checkpoint; ...) while both sources change; CHAOS_FAULTS=N CHAOS_SEED=S; needs provision + stack-up
+	$(BIN)/python scripts/chaos.py
 
 clean: ## remove the virtualenv and local state of this checkout
 	rm -rf $(VENV) .cdcmirror .pytest_cache .mypy_cache .ruff_cache

@@ -181,6 +181,8 @@ class Values:
             return self._pick(["sad", "ok", "happy"])
         if name == "yr":
             return self._pick([1901, 2155, 2024])
+        if name.startswith("added_"):  # a column a schema change added mid-stream (int)
+            return self._pick([0, -1, 2**31 - 1, r.randint(-1000, 1000)])
         raise KeyError(name)
 
     def row(self, names: Sequence[str]) -> dict[str, Any]:
@@ -471,17 +473,27 @@ class MirrorJob:
     (a pipe nobody reads would fill up and block the job); ``output`` holds it once the job
     has ended."""
 
-    def __init__(self, config: Path, trigger: str, extra_env: dict[str, str] | None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        trigger: str,
+        extra_env: dict[str, str] | None,
+        keep_log: Path | None = None,
+    ) -> None:
+        """``keep_log``: append stderr there and keep it (else a temporary file)."""
         env = {
             **os.environ,
             "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD,
             "CDCMIRROR_MIRROR__TRIGGER": trigger,
             **(extra_env or {}),
         }
-        fd, name = tempfile.mkstemp(prefix="cdcmirror-job-", suffix=".log")
-        self.log = Path(name)
+        if keep_log is None:
+            fd, name = tempfile.mkstemp(prefix="cdcmirror-job-", suffix=".log")
+            os.close(fd)
+        self.log = keep_log or Path(name)
+        self.keep = keep_log is not None
         self.output = ""
-        with os.fdopen(fd, "w") as err:
+        with self.log.open("a") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],
                 env=env,
@@ -500,7 +512,8 @@ class MirrorJob:
         self.proc.wait()
         if self.log.exists():
             self.output = self.log.read_text(errors="replace")
-            self.log.unlink()
+            if not self.keep:
+                self.log.unlink()
 
     def stop(self, timeout: float = 180) -> None:
         """SIGTERM: the job finishes its batch and must exit 0."""

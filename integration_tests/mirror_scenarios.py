@@ -5,7 +5,10 @@ source row by row, all columns."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Producer
 
@@ -70,6 +73,32 @@ def crash_after_commit_then_restart(m: Mirrored, operations: int) -> None:
     assert len(m.snapshot_ids()) > before, "the MERGE must have committed before the crash"
     m.mirror()  # re-runs the batch the checkpoint did not record
     m.assert_same()
+
+
+def lost_checkpoint_resumes_from_table_offsets(m: Mirrored, logs: Callable[[], str]) -> None:
+    """A batch committed to the table, the job killed before Spark's checkpoint recorded it,
+    then the checkpoint directory deleted: the next run starts from the Kafka offsets the
+    table's snapshots record (that batch again, then the new events), not from the start of
+    the topic, and the table equals the source."""
+    m.workload.run(150)
+    settle()
+    m.mirror()
+    m.workload.run(100)
+    settle()
+    crashed = run_mirror_process(m.config_path, {"CDCMIRROR_FAULT": "after-commit"})
+    assert crashed.returncode == 86, crashed.stderr[-3000:]
+    shutil.rmtree(m.config.path("mirror", "checkpoint_location"))
+    m.workload.run(100)
+    settle()
+    total = services.topic_size(m.topic)
+    before = logs()
+    m.mirror()
+    m.assert_same()
+    text = logs()[len(before) :]
+    assert "resuming from the Kafka offsets their snapshots record" in text, text[-3000:]
+    lines = [json.loads(x) for x in re.findall(r"mirror batch (\{.*\})", text)]
+    read = sum(line["events"] for line in lines if line["table"] == m.identifier)
+    assert 0 < read < total / 2, (read, total)
 
 
 def crash_mid_merge_then_restart(m: Mirrored, operations: int) -> None:

@@ -432,6 +432,13 @@ def test_crash_after_commit_before_checkpoint(pg: Mirrored) -> None:
     sc.crash_after_commit_then_restart(pg, 300)
 
 
+def test_lost_checkpoint_resumes_from_the_offsets_the_table_records(
+    pg: Mirrored, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="cdcmirror"):
+        sc.lost_checkpoint_resumes_from_table_offsets(pg, lambda: caplog.text)
+
+
 def test_crash_mid_merge(pg: Mirrored) -> None:
     sc.crash_mid_merge_then_restart(pg, 2000)
 

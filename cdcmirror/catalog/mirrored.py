@@ -84,6 +84,18 @@ def current_snapshot(catalog: Any, identifier: str) -> tuple[int, int] | None:
     return int(snapshot.snapshot_id), int(snapshot.timestamp_ms)
 
 
+def snapshot_summaries(catalog: Any, identifier: str) -> list[dict[str, str]]:
+    """The summary properties of the table's current snapshot and its ancestors, newest
+    first (snapshots expired by `maintain` are gone)."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    table = catalog.load_table(identifier)
+    return [
+        dict(s.summary.additional_properties) if s.summary is not None else {}
+        for s in ancestors_of(table.current_snapshot(), table.metadata)
+    ]
+
+
 def drop_namespace_tables(catalog: Any, namespace: str) -> list[str]:
     """Drop every table of the namespace and the namespace itself; the dropped names."""
     try:

@@ -32,6 +32,12 @@ def _batches(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
 
 
+def holds_batches(checkpoint: Path) -> bool:
+    """True when Spark has planned a batch in this checkpoint (it resumes from there and
+    ignores the query's starting offsets)."""
+    return bool(_batches(checkpoint / "offsets"))
+
+
 def committed_offsets(checkpoint: Path) -> dict[str, dict[int, int]]:
     """Offsets up to which every event is in Iceberg (empty before the first batch)."""
     commits = _batches(checkpoint / "commits")

@@ -11,7 +11,7 @@ from typing import Any
 
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.config import Config
-from cdcmirror.exceptions import CdcMirrorError, ConfigError
+from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 
@@ -146,6 +146,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             applier,
             str(config.get("kafka", "bootstrap_servers")),
             sorted(t.topic for t in tables),
+            resume_offsets(config, catalog, tables, checkpoint),
             checkpoint,
             str(config.get("mirror", "trigger")),
             available_now,
@@ -157,6 +158,47 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     finally:
         signal.signal(signal.SIGTERM, previous)
         release(catalog, identifiers, me)
+
+
+def resume_offsets(config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: str) -> str:
+    """Spark's starting offsets: for a checkpoint without a batch (a new mirror, or its
+    checkpoint was lost), the Kafka offsets the tables' snapshots record
+    (``mirror/resume.py``), else the earliest; a checkpoint with batches resumes itself."""
+    from pathlib import Path
+
+    from cdcmirror.catalog.mirrored import snapshot_summaries
+    from cdcmirror.mirror.checkpoint import holds_batches
+    from cdcmirror.mirror.resume import recorded_starts, starting_offsets
+    from cdcmirror.stack.health import committed_end_offsets
+
+    if "://" in checkpoint or holds_batches(Path(checkpoint)):
+        return "earliest"
+    recorded: dict[str, dict[int, int]] = {}
+    for t in tables:
+        starts = recorded_starts(snapshot_summaries(catalog, t.identifier)).get(t.topic)
+        if starts:
+            recorded[t.topic] = starts
+    if not recorded:
+        return "earliest"
+    bootstrap = str(config.get("kafka", "bootstrap_servers"))
+    try:
+        ends = committed_end_offsets(bootstrap, sorted(t.topic for t in tables))
+    except Exception as exc:
+        raise ServiceUnavailableError(
+            f"Kafka at {bootstrap} does not answer ({exc}); start it (`cdcmirror stack up`) "
+            "or fix kafka.bootstrap_servers"
+        ) from exc
+    text = starting_offsets({topic: list(parts) for topic, parts in ends.items()}, recorded)
+    if text is None:
+        return "earliest"
+    logger.warning(
+        "checkpoint %s holds no batch but %d table(s) were mirrored before: resuming from "
+        "the Kafka offsets their snapshots record (the newest batch of each runs again, "
+        "harmlessly), the other topics from the earliest offset",
+        checkpoint,
+        len(recorded),
+    )
+    return text
 
 
 def _exit_on_signal(signum: int, _frame: Any) -> None:

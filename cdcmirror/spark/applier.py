@@ -58,6 +58,7 @@ from cdcmirror.mirror.merge_sql import (
 )
 from cdcmirror.mirror.positions import later_mark
 from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.resume import batch_summary
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
 from cdcmirror.mirror.toast_chain import (
     key_change_with_placeholders,
@@ -105,7 +106,8 @@ class TableStats:
     lag_seconds: float | None = None
     lag_p50_seconds: float | None = None
     lag_max_seconds: float | None = None
-    offsets: dict[int, int] = field(default_factory=dict)
+    offsets: dict[int, int] = field(default_factory=dict)  # partition -> last offset
+    starts: dict[int, int] = field(default_factory=dict)  # partition -> first offset
     stopped: str | None = None
 
     def committed(
@@ -128,6 +130,7 @@ class TableStats:
     def line(self, batch_id: int) -> str:
         out = {"batch": batch_id, **self.__dict__}
         out["offsets"] = {str(k): v for k, v in self.offsets.items()}
+        out["starts"] = {str(k): v for k, v in self.starts.items()}
         out["merge_seconds"] = round(self.merge_seconds, 3)
         out["table_seconds"] = round(self.table_seconds, 3)
         for name in ("lag_seconds", "lag_p50_seconds", "lag_max_seconds"):
@@ -284,6 +287,7 @@ class Applier:
             df.groupBy("topic", "partition")
             .agg(
                 _expr("count(value) AS events"),
+                _expr("min(offset) AS start_offset"),
                 _expr("max(offset) AS end_offset"),
                 _expr(f"{distinct_schemas_sql(self._kind)} AS schemas"),
             )
@@ -291,9 +295,12 @@ class Applier:
         )
         out: dict[str, dict[str, Any]] = {}
         for r in rows:
-            t = out.setdefault(r.topic, {"events": 0, "offsets": {}, "schemas": set()})
+            t = out.setdefault(
+                r.topic, {"events": 0, "offsets": {}, "starts": {}, "schemas": set()}
+            )
             t["events"] += r.events
             t["offsets"][int(r.partition)] = int(r.end_offset)
+            t["starts"][int(r.partition)] = int(r.start_offset)
             t["schemas"].update(r.schemas or [])
         return out
 
@@ -301,7 +308,12 @@ class Applier:
     def _apply_table(
         self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]
     ) -> tuple[TableStats, Any]:
-        stats = TableStats(table.identifier, events=parts["events"], offsets=parts["offsets"])
+        stats = TableStats(
+            table.identifier,
+            events=parts["events"],
+            offsets=parts["offsets"],
+            starts=parts["starts"],
+        )
         if stats.events == 0:
             return stats, None
         where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
@@ -368,13 +380,9 @@ class Applier:
         good = decoded.where("_error IS NULL")
         target = spark_name(table.identifier)
         soft = self.options.soft_deletes
-        props = {
-            "cdcmirror.query-id": self.query_id or "",
-            "cdcmirror.batch-id": str(batch_id),
-            "cdcmirror.kafka-end-offsets": json.dumps(
-                {f"{table.topic}:{p}": o for p, o in sorted(stats.offsets.items())}
-            ),
-        }
+        props = batch_summary(
+            self.query_id or "", batch_id, table.topic, stats.starts, stats.offsets
+        )
         view = f"_cdcm_{abs(hash(table.identifier))}_{abs(batch_id)}"
         applied = good.where("_cdc_op IN ('c', 'u', 'd', 'r')")
         truncated_at = list(table.truncated_at)

@@ -79,7 +79,9 @@ def maintain_table(
     settings: MaintainSettings,
     progress: Callable[[str], None],
 ) -> TableMaintenance:
-    table = f"'{identifier}'"
+    # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
+    # catalog first and log a WARN with a stack trace for each procedure call
+    table = f"'{CATALOG_NAME}.{identifier}'"
     call = f"CALL {CATALOG_NAME}.system"
     before = file_counts(spark, identifier)
     result = TableMaintenance(identifier, before, before)

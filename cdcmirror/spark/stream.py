@@ -18,6 +18,7 @@ def start_query(
     applier: Applier,
     bootstrap_servers: str,
     topics: list[str],
+    starting_offsets: str,
     checkpoint: str,
     trigger: str,
     available_now: bool,
@@ -27,7 +28,8 @@ def start_query(
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", ",".join(topics))
-        .option("startingOffsets", "earliest")
+        # "earliest", or per partition (mirror/resume.py); only a new checkpoint reads it
+        .option("startingOffsets", starting_offsets)
         # Debezium's exactly-once Connect worker writes transactions: read committed ones
         # only; their markers take offsets, so offsets skip numbers.
         .option("kafka.isolation.level", "read_committed")
