@@ -42,10 +42,12 @@ class Diff:
     resurrected: int = 0  # in the mirror, gone from the source
     wrong: int = 0  # in both, some column differs
     examples: list[str] = field(default_factory=list)
+    error: str | None = None  # the comparison itself failed (a source restarting)
 
     @property
     def clean(self) -> bool:
-        return not (self.lost or self.duplicated or self.resurrected or self.wrong)
+        bad = self.lost or self.duplicated or self.resurrected or self.wrong or self.error
+        return not bad
 
 
 def diff_rows(expected: Rows, actual: list[tuple[Any, tuple[Any, ...]]]) -> Diff:
