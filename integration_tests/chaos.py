@@ -151,6 +151,8 @@ class Chaos:
             stats.resurrected += d.resurrected
             stats.wrong += d.wrong
             log(f"    NOT in sync after {self.timeout:.0f} s on {label}: {d.examples}")
+            # counted once: later faults compare the other rows
+            next(s for s in self.sides if s.label == label).known_bad.update(d.keys)
 
     def recover(self) -> tuple[float | None, dict[str, Diff | None], int]:
         """Writers paused, dead mirrors restarted, failed connector tasks restarted, until
@@ -315,7 +317,8 @@ def source_restart(c: Chaos, side: Side) -> None:
         command = ["pg_ctlcluster", version, "main", "restart", "-m", "fast"]
     else:
         command = ["/etc/init.d/mariadb", "restart"]
-    subprocess.run(command, capture_output=True, check=True, timeout=300)
+    # its own session: the restarted server must not die with this run (Ctrl-C, timeout)
+    subprocess.run(command, capture_output=True, check=True, timeout=300, start_new_session=True)
 
 
 def schema_change(c: Chaos, side: Side) -> None:
