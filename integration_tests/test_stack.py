@@ -101,10 +101,14 @@ def test_unresolvable_coordinate_names_it(tmp_path: Path) -> None:
 
 
 def test_check_names_unreachable_kafka_with_exit_2(stack: Stack) -> None:
-    ok = cli("check")
+    # A source name of its own: the stack is one per machine user, so the demo's connector
+    # may be left registered by another checkout (and FAILED, its secrets file gone with it).
+    own = {"CDCMIRROR_SOURCE__NAME": "checkprobe"}
+    ok = cli("check", env=own)
     assert ok.returncode == 0, ok.stderr
     assert "3 Debezium connectors" in ok.stdout
-    bad = cli("check", env={"CDCMIRROR_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert "cdcmirror-checkprobe is not registered yet" in ok.stdout
+    bad = cli("check", env={**own, "CDCMIRROR_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"})
     assert bad.returncode == 2
     assert "Kafka at 127.0.0.1:1 does not answer" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.mirror.merge_sql import dedupe_sql
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.mirror.toast_chain import unknown_sql
 from integration_tests.conftest import SparkWorld
@@ -37,28 +37,49 @@ def spark(spark_world: SparkWorld) -> Any:
     return spark_world.spark
 
 
+def position(offset: int) -> list[int]:
+    return [1, 100 + offset, 100 + offset, 0, offset]
+
+
+BEFORE_BATCH = -50  # the offset a stored row written before the batch has
+
+
 def event(
     offset: int, op: str, key: int, note: str | None, old: int | None = None, qty: int = 0
 ) -> tuple[Any, ...]:
     placeholder = op in ("c", "u") and note is PLACEHOLDER
-    return (key, note, qty, placeholder, old, op, [1, 100 + offset, 100 + offset, 0, offset],
-            None, 0, offset)  # fmt: skip
+    return (key, note, qty, placeholder, old, op, position(offset), None, 0, offset)
 
 
-def run_chain(spark: Any, events: list[tuple[Any, ...]], stored: dict[int, str]) -> dict[int, Any]:
+Stored = dict[int, "str | tuple[str, int]"]
+
+
+def run_chain(
+    spark: Any,
+    events: list[tuple[Any, ...]],
+    stored: Stored,
+    soft: bool = False,
+    deleted: frozenset[int] = frozenset(),
+) -> dict[int, Any]:
+    """The walk's result per key, classified against the stored rows as the applier does:
+    (value, still a placeholder, unknown). ``stored``: key -> value, or (value, offset of
+    the event that wrote it); a stored row without an offset was written before the batch."""
     from cdcmirror.spark.key_chains import fill_key_chains
 
     spark.createDataFrame(events, EVENT_COLUMNS).createOrReplaceTempView("ev")
+    rows = [(k, *(v if isinstance(v, tuple) else (v, BEFORE_BATCH))) for k, v in stored.items()]
     spark.createDataFrame(
-        list(stored.items()) or [(0, "unused")], "id BIGINT, note STRING"
+        [(k, v, 0, position(o), k in deleted) for k, v, o in rows]
+        or [(0, "unused", 0, [0], False)],
+        "id BIGINT, note STRING, qty INT, _cdc_position ARRAY<BIGINT>, _cdc_deleted BOOLEAN",
     ).createOrReplaceTempView("stored")
     deduped = spark.sql(dedupe_sql(TABLE, "ev"))
-    filled = fill_key_chains(spark, TABLE, deduped, "ev", "stored", "v")
-    filled = filled.withColumn("_action", filled["_cdc_op"])  # no stored key is reused here
-    rows = filled.selectExpr(
-        "id", "note", "`_t_note`", f"{unknown_sql(TABLE).replace('insert', 'c')} AS unknown"
-    ).collect()
-    return {r.id: (r.note, r._t_note, r.unknown) for r in rows}
+    fill_key_chains(spark, TABLE, deduped, "ev", "stored", "v", soft, {}).createOrReplaceTempView(
+        "filled"
+    )
+    classified = spark.sql(classify_sql(TABLE, "filled", "stored", None, soft))
+    out = classified.selectExpr("id", "note", "`_t_note`", f"{unknown_sql(TABLE)} AS u")
+    return {r.id: (r.note, r._t_note, r.u) for r in out.collect()}
 
 
 def test_a_chain_of_key_changes_takes_the_first_keys_stored_value(spark: Any) -> None:
@@ -118,3 +139,60 @@ def test_a_value_known_nowhere_stays_flagged_as_unknown(spark: Any) -> None:
         event(3, "c", 15, PLACEHOLDER, old=14),
     ]
     assert run_chain(spark, events, {})[15] == (None, True, True)
+
+
+def test_a_replayed_key_change_takes_its_own_stored_row(spark: Any) -> None:
+    # the batch ran before (crash after the Iceberg commit): key 1 is gone, key 2 is stored
+    events = [event(0, "d", 1, None), event(1, "c", 2, PLACEHOLDER, old=1)]
+    assert run_chain(spark, events, {2: ("made-from-1", 1)})[2] == ("made-from-1", False, False)
+
+
+def test_a_replay_spanning_an_applied_key_change_reads_the_middle_keys_stored_row(
+    spark: Any,
+) -> None:
+    # 1 -> 2 was applied (a lost checkpoint replays it), 2 -> 3 is new: only key 2's stored
+    # row, written by the create at offset 1, still holds the value
+    events = [
+        event(0, "d", 1, None),
+        event(1, "c", 2, PLACEHOLDER, old=1),
+        event(2, "d", 2, None),
+        event(3, "c", 3, PLACEHOLDER, old=2),
+    ]
+    assert run_chain(spark, events, {2: ("via-2", 1)})[3] == ("via-2", False, False)
+
+
+def test_a_newer_value_in_the_batch_wins_over_the_middle_keys_stored_row(spark: Any) -> None:
+    events = [
+        event(0, "d", 1, None),
+        event(1, "c", 2, PLACEHOLDER, old=1),
+        event(2, "u", 2, "updated-in-batch"),
+        event(3, "d", 2, None),
+        event(4, "c", 3, PLACEHOLDER, old=2),
+    ]
+    assert run_chain(spark, events, {2: ("via-2", 1)})[3] == ("updated-in-batch", False, False)
+
+
+def test_a_newer_stored_row_wins_over_an_older_value_in_the_batch(spark: Any) -> None:
+    # the update at offset 2 was applied already; the batch's real value of key 2 is older
+    events = [
+        event(0, "u", 2, "old-2"),
+        event(1, "u", 2, PLACEHOLDER, qty=1),
+        event(2, "u", 2, PLACEHOLDER, qty=2),
+        event(3, "d", 2, None),
+        event(4, "c", 3, PLACEHOLDER, old=2),
+    ]
+    out = run_chain(spark, events, {2: ("old-2-applied", 2)})
+    assert out[3] == ("old-2-applied", False, False)
+
+
+def test_the_stored_row_of_a_later_life_of_the_old_key_is_not_read(spark: Any) -> None:
+    # key 1 was re-keyed to 2 and then inserted again (stored, from offset 5): its stored
+    # row is another row; key 2's value cannot be known
+    events = [event(0, "d", 1, None), event(1, "c", 2, PLACEHOLDER, old=1)]
+    assert run_chain(spark, events, {1: ("another-row", 5)})[2] == (None, True, True)
+
+
+def test_a_soft_deleted_stored_row_holds_no_value(spark: Any) -> None:
+    events = [event(0, "d", 1, None), event(1, "c", 2, PLACEHOLDER, old=1)]
+    out = run_chain(spark, events, {1: "deleted-1"}, soft=True, deleted=frozenset({1}))
+    assert out[2] == (None, True, True)

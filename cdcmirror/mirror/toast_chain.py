@@ -8,12 +8,17 @@ value along that chain, walked back by position:
 1. ``dedupe_sql`` (``merge_sql.py``) fills a placeholder from the key's own earlier events
    since its newest key-change create, and leaves ``_ok_*`` (the old key) and ``_okpos`` (the
    create's position) on the row when that is not enough;
-2. ``chain_step_sql`` looks at the old key's events before ``_okpos``: a real value since the
-   old key's own key-change create fills the placeholder; else the row moves one link back
-   (``_ok_*``/``_okpos`` become that create's old key and position). When the old key has no
-   key-change create before ``_okpos``, the chain ends there (``_okpos`` NULL);
-3. ``chain_end_fill_sql`` takes what is still missing from the stored row of the key the
-   chain ended at (the row as it was before the batch).
+2. ``own_stored_fill_sql`` takes the row's own stored row when it was written at or after
+   ``_okpos`` (a batch replayed after a crash or a lost checkpoint: the row is already
+   there, made from these same events);
+3. ``chain_step_sql`` looks at the old key's life before ``_okpos``, since the old key's own
+   key-change create (if any): its newest real value in the batch, or its stored row when
+   that was written within that life (the newest of the two wins). When neither has it,
+   the row moves one link back (``_ok_*``/``_okpos`` become that create's old key and
+   position); when the old key has no key-change create before ``_okpos``, the chain ends
+   there (``_okpos`` NULL). The stored row of an old key is the row as it was before the
+   batch, or, in a replayed batch, as an earlier run of these events left it: only its
+   position tells which life of the key it belongs to, never its presence.
 
 A placeholder still set after that is a value the mirror cannot know (the row is neither in
 the batch nor in the table): ``unknown_sql`` names those rows, and the applier dead-letters
@@ -22,7 +27,9 @@ them instead of writing NULL; ``reconcile --deep`` lists the key and ``repair`` 
 
 from __future__ import annotations
 
-from cdcmirror.mirror.envelope import old_key_columns, q, toastable
+from cdcmirror.mirror.envelope import old_key_columns, q, source_length, toastable
+from cdcmirror.mirror.key_range import Bounds, range_sql
+from cdcmirror.mirror.merge_sql import newer
 from cdcmirror.mirror.spec import MirrorTable
 
 MAX_CHAIN_STEPS = 10_000  # a chain is never longer than the events of one batch
@@ -54,17 +61,64 @@ def _row_cols(table: MirrorTable) -> list[str]:
     return [*cols, "_cdc_op", "_cdc_position", "_cdc_source_ts", "_partition", "_offset"]
 
 
-def chain_step_sql(table: MirrorTable, pending: str, events: str) -> str:
+def stored_sql(table: MirrorTable, target: str, soft: bool, bounds: Bounds) -> str:
+    """The stored rows a chain may read: keys, TOAST values and position (``_sp``), within
+    the batch's key range (every key a chain visits has an event in the batch); a
+    soft-deleted row holds no value."""
+    keys = ", ".join(q(k) for k in table.key)
+    values = ", ".join(q(c) for c in toastable(table))
+    alive = " AND NOT coalesce(_cdc_deleted, false)" if soft else ""
+    return (
+        f"SELECT {keys}, {values}, _cdc_position AS _sp FROM {target} "
+        f"WHERE {range_sql('', bounds)}{alive}"
+    )
+
+
+def own_stored_fill_sql(
+    table: MirrorTable, pending: str, target: str, soft: bool, bounds: Bounds
+) -> str:
+    """Placeholders filled from the row's own stored row when that was written at or after
+    the key change that created the row (a replayed batch: the row is already there, made
+    from the same events); an older stored row is another life of the key and is not read.
+
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = MirrorTable("n.t", "s.p.t", "postgresql", "p.t", ("id",), "upsert",
+    ...     (MirrorColumn("id", "long", "int64"), MirrorColumn("note", "string", "string")))
+    >>> "NOT slice(u._okpos, 1, 3) > slice(o._sp, 1, 3)" in own_stored_fill_sql(t, "p", "t",
+    ...     False, {})
+    True
+    """
+    n = source_length(table.dialect)
+    cols = [f"u.{q(c)}" for c in _row_cols(table)]
+    ok = f"(o._sp IS NOT NULL AND NOT {newer('u._okpos', 'o._sp', n)})"
+    for c in toastable(table):
+        t = q("_t_" + c)
+        cols.append(f"IF(u.{t} AND {ok}, o.{q(c)}, u.{q(c)}) AS {q(c)}")
+        cols.append(f"(u.{t} AND NOT {ok}) AS {t}")
+    cols += [f"u.{q(k)}" for k in old_key_columns(table)]
+    cols.append("u._okpos")
+    on = " AND ".join(f"o.{q(k)} = u.{q(k)}" for k in table.key)
+    return (
+        f"SELECT {', '.join(cols)} FROM {pending} u "
+        f"LEFT JOIN ({stored_sql(table, target, soft, bounds)}) o ON {on}"
+    )
+
+
+def chain_step_sql(
+    table: MirrorTable, pending: str, events: str, target: str, soft: bool, bounds: Bounds
+) -> str:
     """One link back along each pending row's key chain (see the module docstring).
 
     >>> from cdcmirror.mirror.spec import MirrorColumn
     >>> t = MirrorTable("n.t", "s.p.t", "postgresql", "p.t", ("id",), "upsert",
     ...     (MirrorColumn("id", "long", "int64"), MirrorColumn("note", "string", "string")))
-    >>> "e.`id` = u.`_ok_id` AND e._cdc_position < u._okpos" in chain_step_sql(t, "p", "e")
+    >>> sql = chain_step_sql(t, "p", "e", "t", False, {})
+    >>> "e.`id` = u.`_ok_id` AND e._cdc_position < u._okpos" in sql
     True
     """
     toast = toastable(table)
     old = old_key_columns(table)
+    n = source_length(table.dialect)
     keys = ", ".join(f"u.{q(k)}" for k in table.key)
     on_old = " AND ".join(f"e.{q(k)} = u.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
     prev_fields = ", ".join(f"'{ok}', e.{q(ok)}" for ok in old)
@@ -81,50 +135,45 @@ def chain_step_sql(table: MirrorTable, pending: str, events: str) -> str:
         f"SELECT {keys}, {', '.join(aggs)} FROM {pending} u JOIN {events} e ON {on_old} "
         f"AND e._cdc_position < u._okpos GROUP BY {keys}"
     )
+    # the old key's stored row, when written within the old key's life on this chain:
+    # since its own key-change create (if any) and before it was re-keyed (``_okpos``)
+    since = f"(a._prev IS NULL OR NOT {newer('a._prev.p', 'o._sp', n)})"
+    stored_ok = f"(o._sp IS NOT NULL AND {since} AND {newer('u._okpos', 'o._sp', n)})"
     cols = [f"u.{q(c)}" for c in _row_cols(table)]
     for c in toast:
         t, bf = q("_t_" + c), q("_bf_" + c)
-        found = f"(a.{bf} IS NOT NULL AND (a._prev IS NULL OR a.{bf}.p >= a._prev.p))"
-        cols.append(f"IF(u.{t} AND {found}, a.{bf}.v, u.{q(c)}) AS {q(c)}")
+        in_batch = f"(a.{bf} IS NOT NULL AND (a._prev IS NULL OR a.{bf}.p >= a._prev.p))"
+        batch_wins = f"({in_batch} AND NOT ({stored_ok} AND {newer('o._sp', f'a.{bf}.p', n)}))"
+        value = f"IF({batch_wins}, a.{bf}.v, IF({stored_ok}, o.{q(c)}, u.{q(c)}))"
+        found = f"({in_batch} OR {stored_ok})"
+        cols.append(f"IF(u.{t} AND {found}, {value}, u.{q(c)}) AS {q(c)}")
         cols.append(f"(u.{t} AND NOT {found}) AS {t}")
-    # a further link, or the chain ends at the old key looked at now (its stored row next)
+    # a further link, or the chain ends at the old key looked at now
     cols += [f"IF(a._prev IS NULL, u.{q(ok)}, a._prev.{q(ok)}) AS {q(ok)}" for ok in old]
     cols.append("a._prev.p AS _okpos")
     on = " AND ".join(f"a.{q(k)} = u.{q(k)}" for k in table.key)
-    return f"SELECT {', '.join(cols)} FROM {pending} u LEFT JOIN ({links}) a ON {on}"
-
-
-def chain_end_fill_sql(table: MirrorTable, ended: str, target: str) -> str:
-    """Placeholders left on rows whose chain ended, from the stored row of the key it ended
-    at (``_ok_*``); rows without that stored row keep their flags."""
-    toast = toastable(table)
-    old = old_key_columns(table)
-    stored = (
-        f"SELECT {', '.join(q(k) for k in table.key)}, {', '.join(q(c) for c in toast)}, "
-        f"true AS _present FROM {target}"
+    on_stored = " AND ".join(f"o.{q(k)} = u.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
+    return (
+        f"SELECT {', '.join(cols)} FROM {pending} u LEFT JOIN ({links}) a ON {on} "
+        f"LEFT JOIN ({stored_sql(table, target, soft, bounds)}) o ON {on_stored}"
     )
-    cols = [f"d.{q(c)}" for c in _row_cols(table)]
-    for c in toast:
-        t = q("_t_" + c)
-        cols.append(f"IF(d.{t} AND o._present, o.{q(c)}, d.{q(c)}) AS {q(c)}")
-        cols.append(f"(d.{t} AND o._present IS NULL) AS {t}")
-    cols += [f"d.{q(ok)}" for ok in old]
-    cols.append("d._okpos")
-    on = " AND ".join(f"o.{q(k)} = d.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
-    return f"SELECT {', '.join(cols)} FROM {ended} d LEFT JOIN ({stored}) o ON {on}"
 
 
 def unknown_sql(table: MirrorTable) -> str:
     """Condition over classified rows: a placeholder whose value the mirror cannot know.
 
     A row that came through a key change (``_ok_*`` set) must not take its own stored
-    value; a row with no stored row (``insert``) has nothing to keep.
+    value; a row with no stored row (``insert``) has nothing to keep; a stale event (older
+    than the stored row) writes nothing.
     """
     toast = toastable(table)
     if not toast:
         return "false"
     came_by_key_change = f"{q(old_key_columns(table)[0])} IS NOT NULL"
-    return f"(({_any_flag(table, '')}) AND (_action = 'insert' OR {came_by_key_change}))"
+    writes = "_action IN ('insert', 'update')"  # a stale event writes nothing
+    return (
+        f"(({_any_flag(table, '')}) AND {writes} AND (_action = 'insert' OR {came_by_key_change}))"
+    )
 
 
 def unknown_columns_sql(table: MirrorTable) -> str:

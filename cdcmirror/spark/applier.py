@@ -428,7 +428,9 @@ class Applier:
         if agg.key_change_fills:
             from cdcmirror.spark.key_chains import fill_key_chains
 
-            deduped = fill_key_chains(spark, table, deduped, view + "_events", target, view)
+            deduped = fill_key_chains(
+                spark, table, deduped, view + "_events", target, view, soft, bounds or {}
+            )
         deduped.createOrReplaceTempView(view + "_deduped")
         # Computed once, before anything is written: a recomputation after the MERGE below
         # would classify against the new state (localCheckpoint is eager and cuts lineage).
