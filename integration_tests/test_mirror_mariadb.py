@@ -20,6 +20,7 @@ from integration_tests import mirror_scenarios as sc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
+from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
 from integration_tests.mirror_env import Source, Workload, create_table_sql, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 
@@ -272,6 +273,12 @@ def replay_from_older_offsets(maria: Mirrored) -> None:
 
 def test_poison_message_goes_to_dead_letter(maria: Mirrored) -> None:
     sc.poison_goes_to_dead_letter(maria)
+
+
+def test_fuzzed_json_events_are_dead_lettered_and_the_rest_applies(maria: Mirrored) -> None:
+    """``fuzz_events.py`` on MariaDB's envelope (binlog file and position)."""
+    kinds = fuzzed_events_are_dead_lettered(maria, "json", 14, count=1000)
+    assert len(kinds) > 10, kinds
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
+from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
 from integration_tests.mirror_env import Source, Workload, continuous_mirror, create_table_sql
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 
@@ -550,6 +551,12 @@ def test_malformed_events_never_wedge_the_job_or_become_a_guess(pg: Mirrored) ->
     sc.malformed_events_never_wedge_or_guess(pg)
 
 
+def test_fuzzed_json_events_are_dead_lettered_and_the_rest_applies(pg: Mirrored) -> None:
+    """``fuzz_events.py``: 3,400 bad JSON events (with schemas) among a live workload's."""
+    kinds = fuzzed_events_are_dead_lettered(pg, "json", 11)
+    assert len(kinds) > 10, kinds
+
+
 def test_key_widened_then_hard_deletes_still_recorded(
     stack: Stack, postgres: None, spark_world: SparkWorld
 ) -> None:
@@ -677,6 +684,13 @@ def test_json_without_schemas_same_workload(pg_schemaless: Mirrored) -> None:
     sc.poison_goes_to_dead_letter(pg_schemaless)
 
 
+def test_fuzzed_schemaless_events_are_dead_lettered_and_the_rest_applies(
+    pg_schemaless: Mirrored,
+) -> None:
+    kinds = fuzzed_events_are_dead_lettered(pg_schemaless, "json-schemaless", 12)
+    assert len(kinds) > 10, kinds
+
+
 def test_dead_letter_fail_mode_stops_at_the_event(pg_schemaless: Mirrored) -> None:
     sc.dead_letter_fail_stops_naming_the_offset(pg_schemaless)
 
@@ -758,6 +772,11 @@ def test_avro_same_workload(pg_avro: Mirrored) -> None:
     key_change_keeps_toast_values(pg_avro)  # the old key's header is the same with Avro
     add_column_mid_stream(pg_avro)
     sc.avro_poison_goes_to_dead_letter(pg_avro)
+
+
+def test_fuzzed_avro_events_are_dead_lettered_and_the_rest_applies(pg_avro: Mirrored) -> None:
+    kinds = fuzzed_events_are_dead_lettered(pg_avro, "avro", 13)
+    assert len(kinds) == 5, kinds
 
 
 def test_avro_registry_unreachable_stops_with_its_address(pg_avro: Mirrored) -> None:

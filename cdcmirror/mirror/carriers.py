@@ -96,9 +96,10 @@ def base64_sql(w: str) -> str:
 def _decimal_expr(w: str, precision: int, scale: int) -> str:
     """Base64 big-endian two's complement unscaled bytes -> decimal(p,s), in Spark SQL.
 
-    The bytes (at most 16) are sign-extended to 32 hex digits. A negative value is turned
-    into its magnitude (invert the digits, add one) so every partial sum stays within the
-    value itself: ``hi * 2^64 + lo`` with both halves unsigned (``conv``), exact in 38 digits.
+    The bytes (1 to 16: no bytes is no number) are sign-extended to 32 hex digits. A negative
+    value is turned into its magnitude (invert the digits, add one) so every partial sum
+    stays within the value itself: ``hi * 2^64 + lo`` with both halves unsigned (``conv``),
+    exact in 38 digits.
     """
     b = base64_sql(w)
     neg = f"(substr(hex({b}), 1, 1) >= '8')"
@@ -109,7 +110,7 @@ def _decimal_expr(w: str, precision: int, scale: int) -> str:
     magnitude = f"({hi} * 18446744073709551616BD + {lo} + IF({neg}, 1, 0))"
     text = f"concat(IF({neg}, '-', ''), CAST({magnitude} AS STRING), 'E-{scale}')"
     return (
-        f"IF(length({b}) > {MAX_EXPR_DECIMAL_BYTES}, NULL, "
+        f"IF(length({b}) NOT BETWEEN 1 AND {MAX_EXPR_DECIMAL_BYTES}, NULL, "
         f"CAST({text} AS DECIMAL({precision},{scale})))"
     )
 
@@ -137,6 +138,9 @@ def _proleptic_micros(x: str) -> str:
     return f"IF({x} >= {GREGORIAN_START_MICROS}, {x}, {rebuilt})"
 
 
+FLOAT_MAX = "3.4028234663852886E38"
+
+
 def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -> str:
     """Spark SQL turning the wire value ``w`` of ``carrier`` into the Iceberg type.
 
@@ -152,14 +156,18 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         return w
     if iceberg in ("int", "long"):
         target = "INT" if iceberg == "int" else "BIGINT"
+        # out of range: NULL (so a dead letter), never a wrapped number (ANSI mode is off)
         if n == "io.debezium.time.Time":  # milliseconds
-            return f"CAST({w} * 1000 AS {target})"
+            return f"try_cast(try_multiply({w}, 1000) AS {target})"
         if n == "io.debezium.time.NanoTime":
-            return f"CAST(div({w}, 1000) AS {target})"
+            return f"try_cast(div({w}, 1000) AS {target})"
         if k in _INT_KINDS:  # out of range: NULL, so a dead letter, never a wrapped number
             return f"try_cast({w} AS {target})"
     if iceberg in ("float", "double") and k in ("float32", "float64", "float", "double"):
-        return f"CAST({w} AS {iceberg.upper()})"
+        if iceberg == "float":  # a finite double past float's range is no float value
+            past = f"(NOT isnan({w}) AND abs({w}) > {FLOAT_MAX} AND abs({w}) < double('inf'))"
+            return f"IF({past}, NULL, CAST({w} AS FLOAT))"
+        return f"CAST({w} AS DOUBLE)"
     if iceberg == "boolean":
         if k == "boolean":
             return w
@@ -178,10 +186,10 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
     if match and carrier.is_decimal:
         return _decimal_expr(w, int(match[1]), int(match[2]))
     if iceberg == "date" and n == "io.debezium.time.Date":
-        return f"date_from_unix_date(CAST({w} AS INT))"
+        return f"date_from_unix_date(try_cast({w} AS INT))"
     if iceberg == "timestamp":
         micros = {
-            "io.debezium.time.Timestamp": f"({w} * 1000)",
+            "io.debezium.time.Timestamp": f"try_multiply({w}, 1000)",
             "io.debezium.time.MicroTimestamp": w,
             "io.debezium.time.NanoTimestamp": f"div({w}, 1000)",
         }.get(n)
@@ -283,6 +291,8 @@ def decimal_text(value: str | None, scale: int | None) -> str | None:
 
     >>> decimal_text(base64.b64encode((-12345).to_bytes(2, "big", signed=True)).decode(), 3)
     '-12.345'
+    >>> decimal_text("QUJD=====", 0) is None  # Python's decoder takes the extra padding
+    True
     """
     if value is None or scale is None:
         return None
@@ -290,6 +300,8 @@ def decimal_text(value: str | None, scale: int | None) -> str | None:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         return None  # not base64: the event is dead-lettered, never read as 0
+    if not raw or base64.b64encode(raw).decode() != value:
+        return None  # empty, or not the one base64 text of its bytes (e.g. extra padding)
     unscaled = int.from_bytes(raw, "big", signed=True)
     digits = str(abs(unscaled))
     if scale > 0:

@@ -69,13 +69,43 @@ def row_struct_ddl(table: MirrorTable) -> str:
     return f"STRUCT<{', '.join(fields)}>"
 
 
+UNREADABLE = "_unreadable"
+"""The envelope's field that ``from_json`` fills with the whole value when any part of it does
+not fit its type (its ``columnNameOfCorruptRecord``): Spark would otherwise read such a part
+as NULL and keep the rest, and a NULL would be written where the source has a value."""
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
+
+
 def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
     row = row_struct_ddl(table)
     body = (
         f"before {row}, after {row}, source STRUCT<{_SOURCE_FIELDS[table.dialect]}>, "
         "op STRING, ts_ms BIGINT"
     )
-    return f"payload STRUCT<{body}>" if schemas else body
+    return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
+
+
+NOT_UTF8_SQL = (
+    "IF(value IS NULL OR is_valid_utf8(CAST(value AS STRING)), NULL, "
+    "'the value is not UTF-8 text (JSON must be)')"
+)
+"""The decode error of a JSON value whose bytes are not UTF-8: Spark would read each bad byte
+as U+FFFD, and text values would be stored with it."""
+
+
+def raw_rows_ddl(schemas: bool) -> str:
+    """The ``from_json`` schema that reads an unreadable value's rows as JSON text per column
+    (to name the columns whose value did not fit)."""
+    rows = "before MAP<STRING, STRING>, after MAP<STRING, STRING>"
+    return f"payload STRUCT<{rows}>" if schemas else rows
+
+
+def raw_rows_sql(env: str, schemas: bool) -> str:
+    """The ``_raw`` column: the rows as JSON text per column, for unreadable values only."""
+    return (
+        f"IF({env}.{UNREADABLE} IS NULL, NULL, "
+        f"from_json({env}.{UNREADABLE}, '{raw_rows_ddl(schemas)}'))"
+    )
 
 
 def toastable(table: MirrorTable) -> list[str]:
@@ -124,6 +154,8 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         f"{_position(table.dialect, p)} AS _cdc_position",
         f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
         f"{p} IS NULL AS _unparsed",
+        f"env.{UNREADABLE} IS NOT NULL AS _unreadable",
+        f"{_misfits(table, p, '_raw.payload' if schemas else '_raw')} AS _misfits",
         f"{p}.after IS NULL AS _no_after",
         f"{p}.before IS NULL AS _no_before",
     ]
@@ -144,6 +176,16 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
     return out
 
 
+def _misfits(table: MirrorTable, p: str, raw: str) -> str:
+    """The columns of an unreadable value whose JSON value is there but did not fit."""
+    names = []
+    for c in table.columns:
+        value = f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)})"
+        text = f"IF({p}.op = 'd', {raw}.before['{c.name}'], {raw}.after['{c.name}'])"
+        names.append(f"IF({text} IS NOT NULL AND {value} IS NULL, '{c.name}', NULL)")
+    return f"IF(_raw IS NULL, NULL, nullif(concat_ws(', ', {', '.join(names)}), ''))"
+
+
 def old_key_columns(table: MirrorTable) -> list[str]:
     """``_ok_<key>``: the old key of a key-change create (NULL otherwise); PostgreSQL tables
     with TOASTable columns only."""
@@ -160,6 +202,12 @@ def _errors(table: MirrorTable) -> str:
         ),
         ("_cdc_op IN ('c', 'u', 'r') AND _no_after", "'no after row'"),
         ("_cdc_op = 'd' AND _no_before", "'no before row'"),
+        (
+            "_unreadable AND NOT _unparsed AND _cdc_op IS NOT NULL",
+            "concat('a value does not fit its type (text in a number, a fraction in an "
+            "integer, a number past 64 bits, a scalar where a row belongs)', "
+            "coalesce(concat(': column(s) ', _misfits), ''))",
+        ),
         (
             "exists(_cdc_position, x -> x IS NULL)",
             "'no source position (source block missing or incomplete)'",
@@ -196,6 +244,7 @@ _KAFKA_AND_CDC = [
 def decoded_exprs(table: MirrorTable) -> list[str]:
     """Step 3: each column converted to its Iceberg type (its wire value kept for step 4)."""
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_decode_error", "_unparsed", "_no_after"]
+    out += ["_unreadable", "_misfits"]
     out.append("_no_before")
     julian = "_cdc_op = 'r'" if table.dialect == "postgresql" else "false"
     for c in table.columns:

@@ -125,14 +125,16 @@ def distinct_schemas_sql(kind: str) -> str:
 
     ``kind``: ``avro`` (schema ids of the events that decode), ``json`` (the converter's
     ``{"schema":...`` part, which it writes before the payload), ``schemaless`` (the JSON
-    list of the row's field names).
+    list of the row's field names). A JSON value that is not UTF-8 has none: its names
+    would hold U+FFFD where its bad bytes are (it is dead-lettered).
     """
     if kind == "avro":
         return "collect_set(IF(_decode_error IS NULL AND _json IS NOT NULL, _schema_id, NULL))"
     value = "CAST(value AS STRING)"
+    text = f"IF(is_valid_utf8({value}), {value}, NULL)"  # else a dead letter, no schema
     if kind == "json":
-        return f"collect_set(substring_index({value}, '{PAYLOAD_MARK}', 1))"
-    row = f"coalesce(get_json_object({value}, '$.after'), get_json_object({value}, '$.before'))"
+        return f"collect_set(substring_index({text}, '{PAYLOAD_MARK}', 1))"
+    row = f"coalesce(get_json_object({text}, '$.after'), get_json_object({text}, '$.before'))"
     return f"collect_set(to_json(array_sort(json_object_keys({row}))))"
 
 

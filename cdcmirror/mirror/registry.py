@@ -3,7 +3,8 @@
 ``GET {url}/schemas/ids/{id}`` answers ``{"schema": "<Avro schema JSON>"}`` on Confluent's
 Schema Registry and on Apicurio Registry's compatible API (``/apis/ccompat/v7``). A schema
 id never changes its schema, so each id found is fetched once per process. An id not found
-(404) is asked again a few times with a short backoff, and again on every later batch: a
+(404) is asked again a few times with a short backoff (one backoff for all the ids a batch
+lacks), and again on every later batch: a
 registry replica can lag behind the one the connector registered with, and a missing id is
 never remembered as missing for the life of the job.
 """
@@ -35,15 +36,17 @@ class SchemaRegistry:
         """The schema text of each id the registry has; ids it does not have are left out
         (their events go to the dead-letter table)."""
         with self._lock:
-            for sid in sorted(set(ids) - set(self._cache)):
-                text = self._fetch(sid)
-                for pause in self.retries:
-                    if text is not None:
-                        break
+            missing = sorted(set(ids) - set(self._cache))
+            # the backoff is the batch's, not each id's: a flood of events naming ids that
+            # do not exist costs these few pauses, never minutes per batch
+            for pause in (None, *self.retries):
+                if not missing:
+                    break
+                if pause is not None:
                     time.sleep(pause)
-                    text = self._fetch(sid)
-                if text is not None:
-                    self._cache[sid] = text
+                found = {sid: self._fetch(sid) for sid in missing}
+                self._cache.update({sid: text for sid, text in found.items() if text})
+                missing = [sid for sid, text in found.items() if text is None]
             return {sid: self._cache[sid] for sid in ids if sid in self._cache}
 
     def _fetch(self, sid: int) -> str | None:

@@ -32,10 +32,13 @@ from typing import Any, ClassVar
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
+    JSON_OPTIONS,
+    NOT_UTF8_SQL,
     checked_exprs,
     decoded_exprs,
     envelope_ddl,
     q,
+    raw_rows_sql,
     source_length,
     spark_name,
     wire_exprs,
@@ -344,12 +347,13 @@ class Applier:
 
         avro = self.options.registry is not None
         text = F.col("_json") if avro else F.col("value").cast("string")
+        schemas = self.options.schemas
         parsed = events.withColumn(
-            "env", F.from_json(text, envelope_ddl(table, self.options.schemas))
-        )
+            "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
+        ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))
         return (
             parsed.selectExpr(
-                *wire_exprs(table, self.options.schemas, "_decode_error" if avro else "NULL")
+                *wire_exprs(table, schemas, "_decode_error" if avro else NOT_UTF8_SQL)
             )
             .selectExpr(*decoded_exprs(table))
             .selectExpr(*checked_exprs(table))
