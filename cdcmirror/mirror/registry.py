@@ -4,9 +4,9 @@
 Schema Registry and on Apicurio Registry's compatible API (``/apis/ccompat/v7``). A schema
 id never changes its schema, so each id found is fetched once per process. An id not found
 (404) is asked again a few times with a short backoff (one backoff for all the ids a batch
-lacks), and again on every later batch: a
-registry replica can lag behind the one the connector registered with, and a missing id is
-never remembered as missing for the life of the job.
+lacks), and again on every later batch: a registry replica can lag behind the one the
+connector registered with, and a missing id is never remembered as missing for the life of
+the job.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class SchemaRegistry:
                 if pause is not None:
                     time.sleep(pause)
                 found = {sid: self._fetch(sid) for sid in missing}
-                self._cache.update({sid: text for sid, text in found.items() if text})
+                self._cache.update({sid: t for sid, t in found.items() if t is not None})
                 missing = [sid for sid, text in found.items() if text is None]
             return {sid: self._cache[sid] for sid in ids if sid in self._cache}
 

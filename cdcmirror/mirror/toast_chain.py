@@ -120,7 +120,11 @@ def chain_step_sql(
     old = old_key_columns(table)
     n = source_length(table.dialect)
     keys = ", ".join(f"u.{q(k)}" for k in table.key)
-    on_old = " AND ".join(f"e.{q(k)} = u.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
+
+    def at_old_key(alias: str) -> str:  # ``alias``'s key is the pending row's old key
+        pairs = zip(table.key, old, strict=True)
+        return " AND ".join(f"{alias}.{q(k)} = u.{q(ok)}" for k, ok in pairs)
+
     prev_fields = ", ".join(f"'{ok}', e.{q(ok)}" for ok in old)
     aggs = [
         f"max_by(named_struct({prev_fields}, 'p', e._cdc_position), "
@@ -132,7 +136,7 @@ def chain_step_sql(
         for c in toast
     ]
     links = (
-        f"SELECT {keys}, {', '.join(aggs)} FROM {pending} u JOIN {events} e ON {on_old} "
+        f"SELECT {keys}, {', '.join(aggs)} FROM {pending} u JOIN {events} e ON {at_old_key('e')} "
         f"AND e._cdc_position < u._okpos GROUP BY {keys}"
     )
     # the old key's stored row, when written within the old key's life on this chain:
@@ -152,10 +156,9 @@ def chain_step_sql(
     cols += [f"IF(a._prev IS NULL, u.{q(ok)}, a._prev.{q(ok)}) AS {q(ok)}" for ok in old]
     cols.append("a._prev.p AS _okpos")
     on = " AND ".join(f"a.{q(k)} = u.{q(k)}" for k in table.key)
-    on_stored = " AND ".join(f"o.{q(k)} = u.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
     return (
         f"SELECT {', '.join(cols)} FROM {pending} u LEFT JOIN ({links}) a ON {on} "
-        f"LEFT JOIN ({stored_sql(table, target, soft, bounds)}) o ON {on_stored}"
+        f"LEFT JOIN ({stored_sql(table, target, soft, bounds)}) o ON {at_old_key('o')}"
     )
 
 
