@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench chaos clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ integration: install ## integration tests against the real services
 	$(BIN)/pytest -q integration_tests
 
 test: system-deps install provision stack-up lint ## everything: install, provision, start, lint, all tests
-	$(BIN)/pytest cdcmirror tests integration_tests
+	$(BIN)/pytest --durations=20 cdcmirror tests integration_tests
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py
@@ -58,6 +58,9 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 
 chaos: install ## faults at random times (kill -9 of the mirror, Connect, Kafka; source restarts; lost checkpoint; ...) while both sources change; CHAOS_FAULTS=N CHAOS_SEED=S; needs provision + stack-up
 	$(BIN)/python scripts/chaos.py
+
+fuzz: install ## the fuzzed-event tests at full size (3,400 bad events each, 13,600 in all; CI runs 1,000 each); needs provision + stack-up
+	FUZZ_EVENTS=3400 $(BIN)/pytest -q integration_tests -k fuzzed
 
 clean: ## remove the virtualenv and local state of this checkout
 	rm -rf $(VENV) .cdcmirror .pytest_cache .mypy_cache .ruff_cache

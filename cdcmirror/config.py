@@ -50,6 +50,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "max_events_per_batch": "int",
         "dead_letter": "str",
         "parallelism": "int",
+        "connector_check_seconds": "int",
+        "restart_failed_tasks": "bool",
     },
     "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
     "maintain": {
@@ -96,6 +98,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_events_per_batch": 200000,
         "dead_letter": "table",
         "parallelism": 4,
+        "connector_check_seconds": 30,
+        "restart_failed_tasks": True,
     },
     "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
     "maintain": {

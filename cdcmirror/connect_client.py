@@ -104,6 +104,10 @@ class ConnectClient:
             time.sleep(0.5)
         raise ConnectorError(f"connector {name!r} did not stop within {timeout:.0f}s")
 
+    def restart_failed(self, name: str) -> None:
+        """Restart the connector and its tasks that are FAILED (the others keep running)."""
+        self._request("POST", self._path(name, "/restart?includeTasks=true&onlyFailed=true"))
+
     def resume(self, name: str) -> None:
         self._request("PUT", self._path(name, "/resume"))
 

@@ -6,6 +6,7 @@ says so, naming the connector, its state and the cause from the trace. Pure, but
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError
@@ -63,6 +64,53 @@ def status_problem(name: str, status: dict[str, Any], connect_url: str) -> str |
         "fix the cause (Kafka Connect's log has the whole trace), then `curl -X POST "
         f"'{connect_url}/connectors/{name}/restart?includeTasks=true&onlyFailed=true'`"
     )
+
+
+def failed(status: dict[str, Any]) -> bool:
+    """Is the connector or one of its tasks FAILED (what a restart can cure; PAUSED and
+    STOPPED are someone's decision and stay)?
+
+    >>> failed({"connector": {"state": "RUNNING"}, "tasks": [{"id": 0, "state": "FAILED"}]})
+    True
+    >>> failed({"connector": {"state": "PAUSED"}, "tasks": [{"id": 0, "state": "PAUSED"}]})
+    False
+    """
+    states = [status.get("connector", {}).get("state")]
+    states += [t.get("state") for t in status.get("tasks", [])]
+    return "FAILED" in states
+
+
+@dataclass
+class RestartBackoff:
+    """When the mirror may restart a FAILED connector again: at once the first time, then
+    after ``first`` seconds, doubling up to ``cap``, so a cause that persists (a bad config,
+    a source that is gone) costs one restart every ``cap`` seconds, not a restart loop; a
+    check that finds everything running starts over.
+
+    >>> b = RestartBackoff(first=30, cap=100)
+    >>> b.due(0), b.restarted(0), b.due(29), b.due(30), b.restarted(30), b.restarted(90)
+    (True, 30, False, True, 60, 100)
+    >>> b.running(); b.due(91)
+    True
+    """
+
+    first: float = 30.0
+    cap: float = 600.0
+    attempts: int = 0
+    next_at: float = 0.0
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_at
+
+    def restarted(self, now: float) -> float:
+        """Records a restart at ``now``; returns the wait before the next one may follow."""
+        wait = min(self.cap, self.first * 2**self.attempts)
+        self.attempts += 1
+        self.next_at = now + wait
+        return wait
+
+    def running(self) -> None:
+        self.attempts, self.next_at = 0, 0.0
 
 
 def connector_problem(connect_url: str, name: str) -> str | None:

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdcmirror import paths
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
 from integration_tests import services
 from integration_tests.chaos_world import Diff, Side, Writer
 
 SECOND_JOB_REFUSED = "is being mirrored by another cdcmirror job"
+RESTARTED = "restarted what FAILED"  # the mirror's own connector watch
 
 
 @dataclass
@@ -38,7 +38,7 @@ class KindStats:
     wrong: int = 0
     longest: float = 0.0
     mirror_exits: int = 0  # mirror processes that ended on their own and were restarted
-    task_restarts: int = 0  # failed connector tasks restarted through Connect's REST API
+    task_restarts: int = 0  # FAILED connector tasks the mirrors restarted themselves
 
     def row(self, kind: str) -> str:
         return (
@@ -82,7 +82,6 @@ class Chaos:
         self.stack = Stack()
         self.timeout = recovery_timeout
         self.report = Report()
-        self.connect = ConnectClient(services.CONNECT)
 
     # -- the run -------------------------------------------------------------------------
     def run(
@@ -155,10 +154,11 @@ class Chaos:
             next(s for s in self.sides if s.label == label).known_bad.update(d.keys)
 
     def recover(self) -> tuple[float | None, dict[str, Diff | None], int]:
-        """Writers paused, dead mirrors restarted, failed connector tasks restarted, until
-        every table equals its source (seconds taken) or the timeout (None)."""
+        """Writers paused, dead mirrors restarted (a FAILED connector task is the mirror's
+        to restart), until every table equals its source (seconds taken) or the timeout
+        (None); also the connector restarts the mirrors logged meanwhile."""
         started = time.monotonic()
-        restarts = 0
+        restarted_before = sum(_task_restarts(s) for s in self.sides)
         for side in self.sides:
             if side.writer is not None:
                 side.writer.pause()
@@ -167,8 +167,8 @@ class Chaos:
             while True:
                 for side in self.sides:
                     side.ensure_running()
-                    restarts += self._restart_failed_tasks(side)
                 diffs = {s.label: _safe_diff(s) for s in self.sides}
+                restarts = sum(_task_restarts(s) for s in self.sides) - restarted_before
                 if all(d is not None and d.clean for d in diffs.values()):
                     return time.monotonic() - started, diffs, restarts
                 if time.monotonic() - started > self.timeout:
@@ -179,17 +179,6 @@ class Chaos:
                 if side.writer is not None:
                     side.writer.resume()
 
-    def _restart_failed_tasks(self, side: Side) -> int:
-        try:
-            failed = side.connector_failed()
-        except Exception:  # Connect itself is restarting
-            return 0
-        if not failed:
-            return 0
-        path = f"/connectors/{side.connector}/restart?includeTasks=true&onlyFailed=true"
-        self.connect._request("POST", path)
-        return 1
-
     def _avro_side(self) -> Side | None:
         return next((s for s in self.sides if _format(s) == "avro"), None)
 
@@ -197,6 +186,13 @@ class Chaos:
         result = _cli(side, "reconcile", "--deep", timeout=900)
         (side.work / "reconcile.log").write_text(result.stdout + result.stderr)
         return result.returncode
+
+
+def _task_restarts(side: Side) -> int:
+    """FAILED connector tasks the side's mirror restarted (``connector_watch.py``), so far."""
+    if not side.log.exists():
+        return 0
+    return side.log.read_text(errors="replace").count(RESTARTED)
 
 
 def _safe_diff(side: Side) -> Diff | None:

@@ -6,24 +6,35 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
+from cdcmirror.bootstrap.connector import connector_name
 from cdcmirror.config import load_config
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.connector_health import failed
 from cdcmirror.mirror.run import mirror
 from cdcmirror.stack.control import Stack
+from cdcmirror.stack.layout import REGISTRY
 from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
 from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
-from integration_tests.mirror_env import Source, Workload, continuous_mirror, create_table_sql
+from integration_tests.mirror_env import (
+    Source,
+    Workload,
+    continuous_mirror,
+    create_table_sql,
+    run_mirror_process,
+)
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 
 SEED = 20261121
@@ -50,7 +61,7 @@ def mirrored(
     partitions: int = 0,
     chains: bool = False,
     mirror_settings: dict[str, object] | None = None,
-) -> Iterator[Mirrored]:
+) -> Generator[Mirrored]:
     schema = services.unique("mir_pg")
     prepare_schema(schema, signal)
     if partitions:  # made before the connector, which then writes into it
@@ -349,7 +360,7 @@ def test_replayed_key_changes_keep_unchanged_toast_values(pg: Mirrored) -> None:
     pg.mirror()
     pg.assert_same()
     rekey(z, w)
-    crashed = sc.run_mirror_process(pg.config_path, {"CDCMIRROR_FAULT": "after-commit"})
+    crashed = run_mirror_process(pg.config_path, {"CDCMIRROR_FAULT": "after-commit"})
     assert crashed.returncode == 86, crashed.stderr[-3000:]
     pg.mirror()
     pg.assert_same()
@@ -552,9 +563,35 @@ def test_malformed_events_never_wedge_the_job_or_become_a_guess(pg: Mirrored) ->
 
 
 def test_fuzzed_json_events_are_dead_lettered_and_the_rest_applies(pg: Mirrored) -> None:
-    """``fuzz_events.py``: 3,400 bad JSON events (with schemas) among a live workload's."""
+    """``fuzz_events.py``: bad JSON events (with schemas) among a live workload's."""
     kinds = fuzzed_events_are_dead_lettered(pg, "json", 11)
     assert len(kinds) > 10, kinds
+
+
+def test_mirror_started_before_the_first_event_waits_for_the_topic(
+    stack: Stack, postgres: None, spark_world: SparkWorld
+) -> None:
+    """An empty source table has no topic until its first change. The continuous mirror
+    started right after bootstrap neither creates that topic itself (with the broker's
+    defaults, racing Debezium for it) nor dies on it: it waits, then mirrors the rows."""
+    world = mirrored(spark_world, "json", 0)
+    m = next(world)
+    try:
+        with continuous_mirror(m.config_path) as job:
+            time.sleep(25)  # several triggers with no topic
+            job.assert_alive()
+            m.workload.run(60)
+            deadline = time.monotonic() + 180
+            while True:
+                job.assert_alive()
+                try:
+                    m.assert_same()
+                    break
+                except AssertionError:
+                    assert time.monotonic() < deadline, "the rows never arrived"
+                time.sleep(3)
+    finally:
+        world.close()
 
 
 def test_key_widened_then_hard_deletes_still_recorded(
@@ -777,6 +814,50 @@ def test_avro_same_workload(pg_avro: Mirrored) -> None:
 def test_fuzzed_avro_events_are_dead_lettered_and_the_rest_applies(pg_avro: Mirrored) -> None:
     kinds = fuzzed_events_are_dead_lettered(pg_avro, "avro", 13)
     assert len(kinds) == 5, kinds
+
+
+def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror(
+    pg_avro: Mirrored,
+) -> None:
+    """The schema registry is down when the source's schema changes: Debezium cannot register
+    the new schema and its task FAILS, so no change reaches Kafka and no batch runs. Once
+    the registry is back, the continuous mirror's connector watch restarts the task (nothing
+    else here does) and the rows written meanwhile arrive."""
+    m = pg_avro
+    connect = ConnectClient(services.CONNECT)
+    name = connector_name(m.name)
+    stack = Stack()
+    watch = {"CDCMIRROR_MIRROR__CONNECTOR_CHECK_SECONDS": "2"}
+    m.workload.run(20)
+    sc.settle()
+    m.mirror()
+    with continuous_mirror(m.config_path, extra_env=watch) as job:
+        pid = stack.pid(REGISTRY)
+        assert pid is not None, "the stack's registry is not running"
+        os.kill(pid, signal.SIGKILL)
+        with services.pg_connect() as conn:
+            conn.execute(f"ALTER TABLE {m.source.table} ADD COLUMN watched text")
+            conn.execute(f"UPDATE {m.source.table} SET watched = 'w' || id WHERE id % 3 = 0")
+        m.extra_columns.append("watched")
+        deadline = time.monotonic() + 120
+        while not failed(connect.status(name)):
+            job.assert_alive()
+            assert time.monotonic() < deadline, f"the task never failed: {connect.status(name)}"
+            time.sleep(1)
+        time.sleep(5)  # the watch sees the failure (and may restart it once, in vain)
+        stack.up()  # the registry is back
+        deadline = time.monotonic() + 240
+        while True:
+            job.assert_alive()
+            try:
+                m.assert_same()  # the new column too: it came with the failed event
+                break
+            except Exception as exc:  # not there yet (the column may not exist yet either)
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"not in sync: {connect.status(name)}") from exc
+            time.sleep(3)
+    assert "restarted what FAILED" in job.output, job.output[-3000:]
+    assert not failed(connect.status(name))
 
 
 def test_avro_registry_unreachable_stops_with_its_address(pg_avro: Mirrored) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
+from cdcmirror.mirror.connector_watch import ConnectorWatch
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 
@@ -152,12 +153,24 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             available_now,
             int(config.get("mirror", "max_events_per_batch")),
         )
-        with LeaseRenewal(catalog, identifiers, me, query) as renewal:
+        with LeaseRenewal(catalog, identifiers, me, query) as renewal, watch(config):
             run_until_stopped(query)
         renewal.raise_lost()
     finally:
         signal.signal(signal.SIGTERM, previous)
         release(catalog, identifiers, me)
+
+
+def watch(config: Config) -> ConnectorWatch:
+    """The watch on the source's connector while the query runs (``connector_watch.py``)."""
+    from cdcmirror.bootstrap.connector import connector_name
+
+    return ConnectorWatch(
+        str(config.get("connect", "url")),
+        connector_name(str(config.get("source", "name"))),
+        float(config.get("mirror", "connector_check_seconds")),
+        bool(config.get("mirror", "restart_failed_tasks")),
+    )
 
 
 def resume_offsets(config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 from typing import Any
@@ -11,6 +12,15 @@ from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
 from cdcmirror.spark.applier import Applier, MirrorError
 
 logger = logging.getLogger(__name__)
+
+
+def topics_pattern(topics: list[str]) -> str:
+    """A Java regex matching exactly ``topics`` (Kafka matches it against whole names).
+
+    >>> topics_pattern(["shop.public.items", "shop.public.a-b"])
+    'shop\\\\.public\\\\.items|shop\\\\.public\\\\.a\\\\-b'
+    """
+    return "|".join(re.escape(t) for t in topics)
 
 
 def start_query(
@@ -27,13 +37,17 @@ def start_query(
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
-        .option("subscribe", ",".join(topics))
+        # the topics by a pattern that matches exactly them: `subscribe` fails on a topic
+        # that does not exist yet (a table without changes), a pattern takes it once it does
+        .option("subscribePattern", topics_pattern(topics))
         # "earliest", or per partition (mirror/resume.py); only a new checkpoint reads it
         .option("startingOffsets", starting_offsets)
         # Debezium's exactly-once Connect worker writes transactions: read committed ones
         # only; their markers take offsets, so offsets skip numbers.
         .option("kafka.isolation.level", "read_committed")
         .option("failOnDataLoss", "true")
+        # nor may the consumer create it, with the broker's defaults, racing Debezium
+        .option("kafka.allow.auto.create.topics", "false")
         # Debezium names the old key of a PostgreSQL key change in a header (TOAST fill)
         .option("includeHeaders", "true")
     )
