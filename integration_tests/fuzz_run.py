@@ -54,7 +54,7 @@ def fuzzed_events_are_dead_lettered(
     """Runs the fuzzed batch (``count`` bad events, ``fuzz_count()`` by default); returns
     the bad events per kind."""
     m.workload.run(100)
-    settle()
+    settle(m)
     m.mirror()
     bad = fuzz_bad_events(m, fmt, seed, fuzz_count() if count is None else count)
     before = Counter(value for value, _ in _dead_letters(m))
@@ -64,7 +64,7 @@ def fuzzed_events_are_dead_lettered(
             producer.produce(m.topic, key=b'{"id": 0}', value=b.value)
         producer.flush(30)
         m.workload.run(15)
-    settle()
+    settle(m)
     m.mirror()  # returns: no crash, no crash loop (one run of every batch there is)
     letters = _dead_letters(m)
     now = Counter(value for value, _ in letters)

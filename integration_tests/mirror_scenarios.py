@@ -20,13 +20,19 @@ from integration_tests.mirror_fixture import Mirrored
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
 
 
-def settle() -> None:
-    time.sleep(CONNECTOR_SETTLE)
+def settle(m: Mirrored | None = None) -> None:
+    """Until Debezium has published what the source committed: for a PostgreSQL ``m`` a
+    marker it must publish after those changes (``services.wait_published``), otherwise a
+    fixed wait."""
+    if m is not None and m.source.dialect == "postgresql":
+        services.wait_published(m.name)
+    else:
+        time.sleep(CONNECTOR_SETTLE)
 
 
 def workload_then_same(m: Mirrored, operations: int) -> int:
     m.workload.run(operations)
-    settle()
+    settle(m)
     m.mirror()
     return m.assert_same()
 
@@ -56,8 +62,8 @@ def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, 
         client.reset_offsets(connector)
     client.resume(connector)
     client.wait_running(connector)
-    settle()
-    settle()
+    settle(m)
+    settle(m)
     m.mirror()
     after = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
     assert after == before, "a replay must not change any row"
@@ -66,7 +72,7 @@ def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, 
 
 def crash_after_commit_then_restart(m: Mirrored, operations: int) -> None:
     m.workload.run(operations)
-    settle()
+    settle(m)
     before = len(m.snapshot_ids())
     crashed = run_mirror_process(m.config_path, {"CDCMIRROR_FAULT": "after-commit"})
     assert crashed.returncode == 86, crashed.stderr[-3000:]
@@ -81,15 +87,15 @@ def lost_checkpoint_resumes_from_table_offsets(m: Mirrored, logs: Callable[[], s
     table's snapshots record (that batch again, then the new events), not from the start of
     the topic, and the table equals the source."""
     m.workload.run(150)
-    settle()
+    settle(m)
     m.mirror()
     m.workload.run(100)
-    settle()
+    settle(m)
     crashed = run_mirror_process(m.config_path, {"CDCMIRROR_FAULT": "after-commit"})
     assert crashed.returncode == 86, crashed.stderr[-3000:]
     shutil.rmtree(m.config.path("mirror", "checkpoint_location"))
     m.workload.run(100)
-    settle()
+    settle(m)
     total = services.topic_size(m.topic)
     before = logs()
     m.mirror()
@@ -103,7 +109,7 @@ def lost_checkpoint_resumes_from_table_offsets(m: Mirrored, logs: Callable[[], s
 
 def crash_mid_merge_then_restart(m: Mirrored, operations: int) -> None:
     m.workload.run(operations)
-    settle()
+    settle(m)
     crashed = run_mirror_process(m.config_path, {"CDCMIRROR_FAULT": "mid-merge:0.2"})
     assert crashed.returncode == 86, crashed.stderr[-3000:]
     m.mirror()
@@ -118,7 +124,7 @@ def poison_then_mirror(m: Mirrored, poison: list[tuple[bytes, bytes]]) -> dict[b
         producer.produce(m.topic, key=key, value=value)
     producer.flush(10)
     m.workload.run(50)
-    settle()
+    settle(m)
     m.mirror()
     rows = m.spark.sql(f"SELECT error, value FROM {m.dead_letter} WHERE topic = '{m.topic}'")
     return {bytes(r.value): r.error for r in rows.collect()}
@@ -186,7 +192,7 @@ def second_job_is_refused(m: Mirrored) -> None:
         assert "is being mirrored by another cdcmirror job" in second.stderr
         assert f"pid {job.proc.pid}" in second.stderr, second.stderr[-2000:]
     assert not held(), "a stopped job leaves no lease"
-    settle()
+    settle(m)
     m.mirror()
     m.assert_same()
 
@@ -264,7 +270,7 @@ def dead_letter_fail_stops_naming_the_offset(m: Mirrored) -> None:
 def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
     """The continuous job, stopped by SIGTERM once it has applied a batch: exit 0, in sync."""
     m.workload.run(operations)
-    settle()
+    settle(m)
     before = len(m.snapshot_ids())
     with continuous_mirror(m.config_path) as job:
         deadline = time.monotonic() + 240

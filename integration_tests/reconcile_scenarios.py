@@ -65,10 +65,10 @@ def no_false_drift_while_workload_runs(m: Mirrored, operations: int) -> None:
 def lagging_reported_in_every_format(m: Mirrored) -> None:
     """Changes in Kafka that the mirror has not applied yet (the job stopped): every output
     format reports the table lagging with its lag, exit 1, no crash; in sync once applied."""
-    sc.settle()
+    sc.settle(m)
     m.mirror()
     m.workload.run(20)
-    sc.settle()
+    sc.settle(m)
     code, report = reconcile(m, "--settle", "0")
     table = only_table(report)
     assert code == 1 and table["status"] == "lagging", table
@@ -138,7 +138,7 @@ def repair_heals(m: Mirrored, keys_file: Path) -> None:
     assert "removed 1 row(s)" in result.stdout, result.output
     deadline = time.monotonic() + 240
     while True:
-        sc.settle()
+        sc.settle(m)
         m.mirror()
         code, report = reconcile(m, "--deep", "--settle", "10")
         if code == 0 or time.monotonic() > deadline:

@@ -180,6 +180,39 @@ def topic_size(topic: str) -> int:
         consumer.close()
 
 
+def wait_published(prefix: str, timeout: float = 120.0) -> None:
+    """PostgreSQL: wait until the connector with topic prefix ``prefix`` has published every
+    change committed so far. A logical decoding message written now is decoded after them
+    (WAL order) and Debezium publishes it to ``<prefix>.message``; once it is there, so are
+    they. A condition, not a guess of Debezium's latency."""
+    marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
+    with pg_connect() as conn:
+        conn.execute("SELECT pg_logical_emit_message(true, %s, 'settle')", (marker,))
+    consumer = Consumer(
+        {
+            "bootstrap.servers": KAFKA,
+            "group.id": unique("settle"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "topic.metadata.refresh.interval.ms": 500,  # the topic may appear only now
+        }
+    )
+    consumer.subscribe([f"{prefix}.message"])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error() and marker.encode() in (msg.value() or b""):
+                return
+    finally:
+        consumer.close()
+    raise AssertionError(
+        f"connector {prefix}: the marker {marker} did not reach {prefix}.message in "
+        f"{timeout:.0f} s (is the connector running?)"
+    )
+
+
 def wait_topic_quiet(topic: str, quiet: float = 6.0, timeout: float = 300.0) -> int:
     """Wait until the connector has published what the source committed: the topic grew and
     then did not grow for ``quiet`` seconds. Returns the offsets it holds."""

@@ -115,6 +115,6 @@ def test_the_mirror_job_maintains_its_tables_every_n_batches(pg: Mirrored) -> No
             assert time.monotonic() < deadline, "the job did not maintain the table in 300 s"
             time.sleep(3)
     assert "maintained " in job.output
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()  # whatever the job had not applied when it stopped
     pg.assert_same()

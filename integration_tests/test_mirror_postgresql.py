@@ -113,7 +113,7 @@ def test_batch_line_reports_the_lag_at_commit(
     of the newest, the median and the oldest event of the batch."""
     pg.workload.run(200)
     time.sleep(3)  # the events are at least this old when the batch commits
-    sc.settle()
+    sc.settle(pg)
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
     mine = batch_lines(caplog, pg.identifier)
@@ -127,7 +127,7 @@ def test_batch_line_reports_the_lag_at_commit(
 def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCaptureFixture) -> None:
     """The batch line's counts follow the keys: several events on one key are one change and
     the rest duplicates; a key change is the old key's delete and the new key's insert."""
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     table, w = pg.source.table, pg.workload
     new = w.next_id
@@ -143,7 +143,7 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     w.ids.remove(rekeyed)
     w.ids += [new, new + 2, new + 3]
     w.next_id = new + 4
-    sc.settle()
+    sc.settle(pg)
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
     mine = batch_lines(caplog, pg.identifier)
@@ -188,14 +188,14 @@ def toast_values_kept(pg: Mirrored) -> None:
             f"SELECT count(*) FROM {pg.source.table} WHERE length(note) > 10000"
         ).fetchone()
     assert toasted and toasted[0] > 10
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
     with services.pg_connect() as conn:  # the TOASTed columns are left out of these events
         conn.execute(
             f"UPDATE {pg.source.table} SET qty = coalesce(qty, 0) / 2 + 1 WHERE id % 3 = 0"
         )
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
     placeholders = pg.spark.sql(
@@ -227,7 +227,7 @@ def key_change_keeps_toast_values(pg: Mirrored) -> None:
         pg.workload.ids.remove(old)
         pg.workload.ids.append(new_id + i)
     pg.workload.next_id = new_id + len(rows)
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
 
@@ -252,7 +252,7 @@ def toasted_rows(pg: Mirrored, order: str, count: int) -> list[int]:
             f"UPDATE {table} SET note = {_toast_text()}, tags = ARRAY[{_toast_text()}] "
             f"WHERE id IN ({first})"
         )
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
     with services.pg_connect() as conn:
@@ -301,7 +301,7 @@ def chained_key_changes_keep_toast_values(pg: Mirrored) -> None:
         pg.workload.ids.remove(old)
         pg.workload.ids.append(new)
     pg.workload.next_id = n + 11
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
 
@@ -321,7 +321,7 @@ def test_key_change_split_across_batches_keeps_unchanged_toast_values(pg: Mirror
         pg.workload.ids.remove(old)
         pg.workload.ids.append(new)
     pg.workload.next_id = n + 3
-    sc.settle()
+    sc.settle(pg)
     os.environ["CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH"] = "1"
     try:
         before = len(pg.snapshot_ids())
@@ -350,7 +350,7 @@ def test_replayed_key_changes_keep_unchanged_toast_values(pg: Mirrored) -> None:
             conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (new, old))
         pg.workload.ids.remove(old)
         pg.workload.ids.append(new)
-        sc.settle()
+        sc.settle(pg)
 
     rekey(x, y)
     pg.mirror()
@@ -380,7 +380,7 @@ def test_toast_value_known_nowhere_is_dead_lettered_not_null(pg: Mirrored) -> No
         conn.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (new, old))
     pg.workload.ids.remove(old)
     pg.workload.ids.append(new)
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     stored = pg.spark.sql(f"SELECT count(*) FROM {pg.identifier} WHERE id = {new}").first()[0]
     assert stored == 0, "a row with unknown TOAST values was written"
@@ -399,7 +399,7 @@ def test_toast_value_known_nowhere_is_dead_lettered_not_null(pg: Mirrored) -> No
             f"UPDATE {table} SET note = note || '.', tags = tags || ARRAY['x'] WHERE id = %s",
             (new,),
         )
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.assert_same()
 
@@ -414,7 +414,7 @@ def add_column_mid_stream(pg: Mirrored) -> None:
         conn.execute(f"ALTER TABLE {pg.source.table} ADD COLUMN extra numeric(10,2)")
         conn.execute(f"UPDATE {pg.source.table} SET extra = id / 7.0 WHERE id % 2 = 0")
     pg.workload.run(200)
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     pg.extra_columns.append("extra")
     pg.assert_same()
@@ -432,7 +432,7 @@ def test_decimal_precision_increase_mid_stream(pg: Mirrored) -> None:
             f"UPDATE {pg.source.table} SET extra = 123456789012345678.91 + id WHERE id % 5 = 0"
         )
     pg.workload.run(50)
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     kind = pg.spark.sql(f"SELECT typeof(extra) FROM {pg.identifier} LIMIT 1").first()[0]
     assert kind == "decimal(20,2)"
@@ -448,7 +448,7 @@ def test_new_column_on_a_multi_partition_topic(
     fixture = mirrored(spark_world, "json", 300, partitions=3)
     m = next(fixture)
     try:
-        sc.settle()
+        sc.settle(m)
         m.mirror()
         where = services.partition_of_keys(m.topic)
         assert len(set(where.values())) == 3, where
@@ -466,7 +466,7 @@ def test_new_column_on_a_multi_partition_topic(
                 )
             conn.execute(f"ALTER TABLE {m.source.table} ADD COLUMN extra2 integer")
             conn.execute(f"UPDATE {m.source.table} SET extra2 = 42 WHERE id = %s", (target,))
-        sc.settle()
+        sc.settle(m)
         m.mirror()
         m.extra_columns.append("extra2")
         m.assert_same()
@@ -510,7 +510,7 @@ def test_truncate_empties_the_table(pg: Mirrored) -> None:
         conn.execute(f"TRUNCATE {pg.source.table}")
     pg.workload.ids.clear()
     pg.workload.run(150)
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     assert pg.assert_same() > 0
 
@@ -531,11 +531,11 @@ def test_replayed_truncate_does_not_move_the_truncate_mark_back(pg: Mirrored) ->
         return json.loads(value)["payload"]["op"] if value else None
 
     truncate_then_insert()
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     first = len(services.all_records(pg.topic))
     truncate_then_insert()
-    sc.settle()
+    sc.settle(pg)
     pg.mirror()
     mark = pg.spark.sql(f"SHOW TBLPROPERTIES {pg.identifier} ('cdcmirror.truncated-at')")
     second_mark = mark.first()[1]
@@ -620,14 +620,14 @@ def test_key_widened_then_hard_deletes_still_recorded(
         bootstrap(config)
         with services.pg_connect() as conn:
             conn.execute(f"DELETE FROM {table} WHERE id = 1")  # the tombstone table: int key
-        sc.settle()
+        services.wait_published(schema)
         mirror_config(config)
         assert mirrored_rows() == [(i, f"v{i}") for i in range(2, 6)]
         with services.pg_connect() as conn:
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN id TYPE bigint")
             conn.execute(f"INSERT INTO {table} VALUES (3000000000, 'big'), (3000000001, 'b2')")
             conn.execute(f"DELETE FROM {table} WHERE id = 3000000000")
-        sc.settle()
+        services.wait_published(schema)
         mirror_config(config)
         assert mirrored_rows() == [(i, f"v{i}") for i in range(2, 6)] + [(3000000001, "b2")]
         tomb = spark.sql(
@@ -693,13 +693,13 @@ def test_unchanged_toast_values_of_every_toastable_type_are_kept(
                 "pg_column_size(h) > 4000"
             ).fetchone()
         assert stored is not None and stored[0] == 5, "the values must be stored out of line"
-        sc.settle()
+        services.wait_published(schema)
         mirror_config(config)
         assert mirrored() == source()
         with services.pg_connect() as conn:  # the TOASTed columns are left out of these
             conn.execute(f"UPDATE {table} SET q = q + 1")
             conn.execute(f"UPDATE {table} SET q = q + 1 WHERE id <= 2")
-        sc.settle()
+        services.wait_published(schema)
         mirror_config(config)
         assert mirrored() == source()
     finally:
@@ -770,7 +770,7 @@ def test_json_without_schemas_stopped_table_events_are_replayed(
     the column, `replay-dead-letters` applies them through the guarded path: the table
     equals the source, and only the dead letters that still fail (the earlier poison) stay."""
     m = pg_schemaless
-    sc.settle()
+    sc.settle(pg_schemaless)
     m.mirror()
     dead = f"SELECT error FROM {m.dead_letter} WHERE table_name = '{m.identifier}'"
     poison = len(m.spark.sql(dead).collect())
@@ -778,7 +778,7 @@ def test_json_without_schemas_stopped_table_events_are_replayed(
         conn.execute(f"ALTER TABLE {m.source.table} ADD COLUMN extra3 text")
         conn.execute(f"UPDATE {m.source.table} SET extra3 = 'x' || id WHERE id % 3 = 0")
     m.workload.run(150)
-    sc.settle()
+    sc.settle(pg_schemaless)
     m.mirror()
     m.spark.sql(f"REFRESH TABLE {m.dead_letter}")
     stopped = [r.error for r in m.spark.sql(dead).collect() if "table stopped" in r.error]
@@ -829,7 +829,7 @@ def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror
     stack = Stack()
     watch = {"CDCMIRROR_MIRROR__CONNECTOR_CHECK_SECONDS": "2"}
     m.workload.run(20)
-    sc.settle()
+    sc.settle(pg_avro)
     m.mirror()
     with continuous_mirror(m.config_path, extra_env=watch) as job:
         pid = stack.pid(REGISTRY)
@@ -862,7 +862,7 @@ def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror
 
 def test_avro_registry_unreachable_stops_with_its_address(pg_avro: Mirrored) -> None:
     pg_avro.workload.run(30)
-    sc.settle()
+    sc.settle(pg_avro)
     before = pg_avro.snapshot_ids()
     bad = "http://127.0.0.1:9/apis/ccompat/v7"
     result = run_cli(
