@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -279,4 +281,29 @@ def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
             assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
             time.sleep(2)
     assert "stopping after the current batch" in job.output
+    m.assert_same()
+
+
+def sigterm_while_behind_stops_between_batches(m: Mirrored, operations: int) -> None:
+    """A job that is behind runs its batches back to back (a backlog, 100 events a batch,
+    a 1 s trigger): SIGTERM still ends it after the running batch, exit 0, with events left
+    for the next start, which applies them."""
+    m.workload.run(operations)
+    settle(m)
+    before = len(m.snapshot_ids())
+    small = {"CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": "100"}
+    with continuous_mirror(m.config_path, trigger="1 second", extra_env=small) as job:
+        deadline = time.monotonic() + 240
+        while len(m.snapshot_ids()) < before + 2:
+            job.assert_alive()
+            assert time.monotonic() < deadline, "the continuous job applied little in 240 s"
+            time.sleep(1)
+        job.proc.send_signal(signal.SIGTERM)
+        try:
+            job.proc.wait(timeout=90)  # a batch of 100 events takes seconds, not minutes
+        except subprocess.TimeoutExpired:
+            raise AssertionError("SIGTERM did not stop a job that is behind in 90 s") from None
+    assert "stopping after the current batch" in job.output
+    assert len(m.snapshot_ids()) < before + operations // 100, "no backlog was left"
+    m.mirror()
     m.assert_same()

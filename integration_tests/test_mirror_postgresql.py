@@ -495,6 +495,10 @@ def test_sigterm_finishes_the_batch_and_stops(pg: Mirrored) -> None:
     sc.sigterm_finishes_and_stops(pg, 300)
 
 
+def test_sigterm_stops_a_job_that_is_behind(pg: Mirrored) -> None:
+    sc.sigterm_while_behind_stops_between_batches(pg, 1500)
+
+
 def test_a_second_mirror_job_on_the_same_tables_is_refused(pg: Mirrored) -> None:
     sc.second_job_is_refused(pg)
 

@@ -154,7 +154,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             int(config.get("mirror", "max_events_per_batch")),
         )
         with LeaseRenewal(catalog, identifiers, me, query) as renewal, watch(config):
-            run_until_stopped(query)
+            run_until_stopped(query, applier.gate)
         renewal.raise_lost()
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -50,6 +50,7 @@ from cdcmirror.mirror.key_change import (
     key_changes_at_create_sql,
 )
 from cdcmirror.mirror.key_range import bounds_exprs, bounds_of
+from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.merge_sql import (
     append_merge_sql,
     classify_sql,
@@ -70,8 +71,10 @@ from cdcmirror.mirror.toast_chain import (
 )
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_evolution import BatchEvolution
+from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
+from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 
 logger = logging.getLogger("cdcmirror.mirror")
 
@@ -112,6 +115,7 @@ class TableStats:
     offsets: dict[int, int] = field(default_factory=dict)  # partition -> last offset
     starts: dict[int, int] = field(default_factory=dict)  # partition -> first offset
     stopped: str | None = None
+    suspect_uuids: int = 0  # MariaDB UUID values that may have arrived shifted
 
     def committed(
         self, now: float, newest_us: int | None, median_us: int | None, oldest_us: int | None
@@ -183,6 +187,7 @@ class Applier:
         self.query_id: str | None = None
         self.batch_spark = spark
         self._lock = threading.Lock()
+        self.gate = BatchGate()
         self._avro = AvroFrames()
         self._tombstone_keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
         self._kind = (
@@ -211,6 +216,10 @@ class Applier:
 
     # -- the batch ---------------------------------------------------------------------
     def process(self, df: Any, batch_id: int) -> None:
+        with self.gate.batch():  # a stop waits for it (spark/batch_gate.py)
+            self._process(df, batch_id)
+
+    def _process(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
@@ -375,10 +384,14 @@ class Applier:
             f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) "
             "AS key_change_fills",
             *bounds_exprs(table),
+            f"count_if(_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
         ).first()
         bounds = bounds_of(table, agg.asDict())
         source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
         stats.dead_lettered = agg.bad
+        stats.suspect_uuids = agg.suspect_uuids
+        if agg.suspect_uuids:
+            report_suspect_uuids(decoded, table, agg.suspect_uuids)
         bad = decoded.where("_error IS NOT NULL")
         dead = self._dead_letters(bad, table) if stats.dead_lettered else None
         good = decoded.where("_error IS NULL")

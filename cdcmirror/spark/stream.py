@@ -10,6 +10,7 @@ from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
 from cdcmirror.spark.applier import Applier, MirrorError
+from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def start_query(
     return query
 
 
-def run_until_stopped(query: Any) -> None:
+def run_until_stopped(query: Any, gate: BatchGate) -> None:
     """Wait for the query; SIGTERM/SIGINT let the running batch finish, then stop it."""
     stop = threading.Event()
 
@@ -80,7 +81,8 @@ def run_until_stopped(query: Any) -> None:
     previous = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         while query.isActive:
-            if stop.is_set() and not query.status.get("isTriggerActive", False):
+            if stop.is_set():
+                gate.close()  # the running batch ends first, no other starts
                 query.stop()
                 break
             try:
@@ -98,6 +100,8 @@ def _raise_failure(query: Any) -> None:
     if exc is None:
         return
     text = str(exc)
+    if NOT_STARTED in text:  # the batch after a stop request: a clean stop
+        return
     if "ServiceUnavailableError: " in text:  # e.g. the schema registry, from inside a batch
         raise ServiceUnavailableError(_first_line(text.split("ServiceUnavailableError: ", 1)[1]))
     for marker in ("MirrorError: ", "CdcMirrorError: "):
