@@ -882,3 +882,97 @@ def test_avro_registry_unreachable_stops_with_its_address(pg_avro: Mirrored) -> 
     assert pg_avro.snapshot_ids() == before  # nothing applied, nothing skipped:
     pg_avro.mirror()  # the same events apply once the registry is back
     pg_avro.assert_same()
+
+
+def test_an_event_schema_that_changes_a_column_type_dead_letters_only_its_events(
+    pg: Mirrored,
+) -> None:
+    """A JSON event whose schema says qty is a string (the Iceberg column is int), among real
+    events of the same batch: its events are dead-lettered with the reason, the others apply
+    (the table does not stop for the batch)."""
+    pg.workload.run(50)
+    sc.settle(pg)
+    pg.mirror()
+    records = [json.loads(v) for _, v in services.all_records(pg.topic) if v]
+    real = next(r for r in reversed(records) if r["payload"].get("op") in ("c", "u"))
+    forged = json.loads(json.dumps(real))
+    for part in forged["schema"]["fields"]:
+        for f in part.get("fields", []) if part["field"] in ("before", "after") else []:
+            if f["field"] == "qty":
+                f["type"] = "string"
+    forged["payload"]["after"]["qty"] = "12"
+    value = json.dumps(forged, separators=(",", ":")).encode()
+    only_it_is_dead_lettered(pg, b'{"id": 0}', value, "its schema cannot be applied: column qty")
+
+
+def only_it_is_dead_lettered(m: Mirrored, key: bytes, value: bytes, reason: str) -> None:
+    """``value`` produced between two slices of the workload: after one mirror run it alone
+    is in the dead-letter table, with ``reason``; the table equals its source."""
+    producer = Producer({"bootstrap.servers": services.KAFKA})
+    m.workload.run(20)
+    producer.produce(m.topic, key=key, value=value)
+    producer.flush(10)
+    m.workload.run(20)
+    sc.settle(m)
+    m.mirror()
+    rows = m.spark.sql(
+        f"SELECT value, error FROM {m.dead_letter} WHERE topic = '{m.topic}'"
+    ).collect()
+    errors = [r.error for r in rows if bytes(r.value) == value]
+    assert len(errors) == 1, [r.error[:200] for r in rows]
+    assert reason in errors[0], errors[0]
+    assert not any("table stopped" in r.error for r in rows), [r.error[:200] for r in rows]
+    m.assert_same()
+
+
+def _with_string_qty(schema: Any) -> Any:
+    """The Avro schema (parsed JSON) with the row's qty field made a string."""
+    if isinstance(schema, dict):
+        if schema.get("name") == "qty" and "type" in schema:
+            optional = isinstance(schema["type"], list)
+            return {**schema, "type": ["null", "string"] if optional else "string"}
+        return {k: _with_string_qty(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_with_string_qty(v) for v in schema]
+    return schema
+
+
+def test_an_avro_schema_that_changes_a_column_type_dead_letters_only_its_events(
+    pg_avro: Mirrored,
+) -> None:
+    """A registered Avro schema whose qty is a string (the Iceberg column is int), one event
+    framed with it among real events of the same batch: that event is dead-lettered with
+    the reason, the others apply."""
+    import io
+    import urllib.request
+
+    import fastavro
+
+    m = pg_avro
+    m.workload.run(30)
+    sc.settle(m)
+    m.mirror()
+    real = sc.newest_value(m.topic)
+    registry = load_config(m.config_path).get("kafka", "schema_registry_url")
+    with urllib.request.urlopen(f"{registry}/schemas/ids/{int.from_bytes(real[1:5])}") as r:
+        text = json.loads(r.read())["schema"]
+    record: dict[str, Any] = fastavro.schemaless_reader(  # type: ignore[assignment]
+        io.BytesIO(real[5:]), fastavro.parse_schema(json.loads(text))
+    )
+    changed = _with_string_qty(json.loads(text))
+    subject = services.unique("cdcmirror-type-change")
+    request = urllib.request.Request(
+        f"{registry}/subjects/{subject}/versions",
+        data=json.dumps({"schema": json.dumps(changed)}).encode(),
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request) as r:
+        new_id = int(json.loads(r.read())["id"])
+    for row in ("before", "after"):
+        if isinstance(record.get(row), dict):
+            record[row]["qty"] = "12"
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(changed), record)
+    value = b"\x00" + new_id.to_bytes(4, "big") + body.getvalue()
+    only_it_is_dead_lettered(m, b"\x00", value, "its schema cannot be applied: column qty")

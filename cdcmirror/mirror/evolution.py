@@ -12,6 +12,7 @@ the mirror must not make, which stops that table.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,6 +137,26 @@ def distinct_schemas_sql(kind: str) -> str:
         return f"collect_set(substring_index({text}, '{PAYLOAD_MARK}', 1))"
     row = f"coalesce(get_json_object({text}, '$.after'), get_json_object({text}, '$.before'))"
     return f"collect_set(to_json(array_sort(json_object_keys({row}))))"
+
+
+def schema_key_sql(kind: str) -> str:
+    """Per event (a Kafka row; Avro: after the frame is read): the key of its row schema,
+    as ``schema_key`` gives it for an entry of ``distinct_schemas_sql`` (avro or json)."""
+    if kind == "avro":
+        return "CAST(_schema_id AS STRING)"
+    return f"sha2(substring_index(CAST(value AS STRING), '{PAYLOAD_MARK}', 1), 256)"
+
+
+def schema_key(kind: str, schema: Any) -> str:
+    """The key of one entry of ``distinct_schemas_sql`` (the id, or the SHA-256 of the
+    JSON schema part: no schema text in SQL).
+
+    >>> schema_key("avro", 42), schema_key("json", "{}")[:12]
+    ('42', '44136fa355b3')
+    """
+    if kind == "avro":
+        return str(int(schema))
+    return hashlib.sha256(str(schema).encode("utf-8")).hexdigest()
 
 
 def json_schema_fields(schema_part: str) -> list[dict[str, Any]] | None:

@@ -74,6 +74,7 @@ from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.maintenance import MaintainSettings
+from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 
 logger = logging.getLogger("cdcmirror.mirror")
@@ -331,18 +332,26 @@ class Applier:
         where = ", ".join(f"{p}:{o}" for p, o in sorted(parts["offsets"].items()))
         started = time.monotonic()
         try:
-            table, stop = self.evolution.apply(table, sorted(parts["schemas"]))
+            verdict = self.evolution.apply(table, sorted(parts["schemas"]))
+            table = verdict.table
             events = df.where(df.topic == table.topic).where("value IS NOT NULL")
-            if stop:
-                stats.stopped = stop
+            if verdict.stop:
+                stats.stopped = verdict.stop
                 stats.dead_lettered = stats.events
-                return stats, self._raw_dead(events, f"table stopped: {stop}", table)
+                return stats, self._raw_dead(events, f"table stopped: {verdict.stop}", table)
+            rejected, events = reject_schemas(
+                events, self._kind, table, verdict.rejected, self._raw_dead, stats
+            )
             decoded = self._decode(events, table).persist()
             try:
-                return stats, self._apply_decoded(decoded, batch_id, table, stats)
+                dead = self._apply_decoded(decoded, batch_id, table, stats)
             finally:
                 decoded.unpersist()
                 stats.table_seconds = time.monotonic() - started
+            if rejected is not None:
+                stats.dead_lettered += rejected[1]
+                dead = rejected[0] if dead is None else dead.unionByName(rejected[0])
+            return stats, dead
         except CdcMirrorError:
             raise
         except Exception as exc:

@@ -1,5 +1,7 @@
-"""Evolve a table to every distinct row schema of its events in a batch, or say why it
-must stop (``mirror/evolution.py`` decides; this module fetches and applies).
+"""Evolve a table to every distinct row schema of its events in a batch, or say which
+schemas it cannot take and why (``mirror/evolution.py`` decides; this module fetches and
+applies). The events of a rejected schema are dead-lettered with the reason and the others
+apply; without schemas (JSON schemaless) the whole table stops for the batch.
 
 The schemas come from the batch summary (``evolution.distinct_schemas_sql``): JSON schema
 parts, Avro schema ids (fetched from the registry) or schemaless field-name lists.
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.mirror.avro import AvroDecodeError, connect_schema
@@ -20,12 +23,24 @@ from cdcmirror.mirror.evolution import (
     json_schema_fields,
     plan_evolution,
     row_fields,
+    schema_key,
     unknown_names,
 )
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
 
 logger = logging.getLogger("cdcmirror.mirror")
+
+
+Fields = list[dict[str, Any]] | str | None  # a schema's row fields, why it is unreadable, or
+# None (not a schema: the decoder judges its events)
+
+
+@dataclass
+class Verdict:
+    table: MirrorTable  # after the evolutions
+    stop: str | None = None  # why every event of the table waits (schemaless)
+    rejected: dict[str, str] = field(default_factory=dict)  # schema key -> why
 
 
 class BatchEvolution:
@@ -43,32 +58,38 @@ class BatchEvolution:
         self.evolve = evolve
         self.remember = remember  # the job's table list follows every change
 
-    def apply(self, table: MirrorTable, schemas: list[Any]) -> tuple[MirrorTable, str | None]:
-        """The table after evolving it to each schema, or why it must stop."""
+    def apply(self, table: MirrorTable, schemas: list[Any]) -> Verdict:
+        """The table after evolving it to each schema it can take; the others, and why."""
         if self.kind == "schemaless":
-            return self._schemaless(table, schemas)
-        for fields in self._field_lists(schemas):
+            table, stop = self._schemaless(table, schemas)
+            return Verdict(table, stop)
+        verdict = Verdict(table)
+        for key, fields in self._field_lists(schemas):
             if isinstance(fields, str):
-                return table, fields
-            table, stop = self._evolve_to(table, fields)
-            if stop:
-                return table, stop
-        return table, None
+                verdict.rejected[key] = fields
+                continue
+            verdict.table, error = self._evolve_to(verdict.table, fields)
+            if error:
+                verdict.rejected[key] = error
+        return verdict
 
-    def _field_lists(self, schemas: list[Any]) -> list[list[dict[str, Any]] | str | None]:
+    def _field_lists(
+        self, schemas: list[Any]
+    ) -> list[tuple[str, list[dict[str, Any]] | str | None]]:
         if self.kind == "json":
-            return [json_schema_fields(str(s)) for s in sorted(schemas)]
+            return [(schema_key("json", s), json_schema_fields(str(s))) for s in sorted(schemas)]
         assert self.registry is not None
         ids = sorted(int(s) for s in schemas)
         texts = self.registry.schemas(ids)
-        out: list[list[dict[str, Any]] | str | None] = []
+        out: list[tuple[str, Fields]] = []
         for sid in ids:
             if sid not in texts:
                 continue  # an unknown id: its events are dead-lettered by the decoder
+            key = schema_key("avro", sid)
             try:
-                out.append(row_fields(connect_schema(json.loads(texts[sid]))))
+                out.append((key, row_fields(connect_schema(json.loads(texts[sid])))))
             except (AvroDecodeError, ValueError) as exc:
-                out.append(f"its Avro schema (id {sid}) cannot be read: {exc}")
+                out.append((key, f"its Avro schema (id {sid}) cannot be read: {exc}"))
         return out
 
     def _evolve_to(
