@@ -72,7 +72,7 @@ class ConnectorWatch:
             "the next restart in %.0f s, mirror.restart_failed_tasks = false turns this "
             "off). It was: %s",
             self.name,
-            self.backoff.attempts,
+            self.restarts,
             wait,
             problem,
         )

@@ -73,9 +73,7 @@ class BatchEvolution:
                 verdict.rejected[key] = error
         return verdict
 
-    def _field_lists(
-        self, schemas: list[Any]
-    ) -> list[tuple[str, list[dict[str, Any]] | str | None]]:
+    def _field_lists(self, schemas: list[Any]) -> list[tuple[str, Fields]]:
         if self.kind == "json":
             return [(schema_key("json", s), json_schema_fields(str(s))) for s in sorted(schemas)]
         assert self.registry is not None
