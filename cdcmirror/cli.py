@@ -167,13 +167,27 @@ def check(ctx: click.Context) -> None:
     from cdcmirror.exceptions import ConnectorError
 
     name = connector_name(str(config.get("source", "name")))
+    problem = None
     if name not in ConnectClient(connect).names():
         click.echo(f"connector -- {name} is not registered yet (`cdcmirror bootstrap` does it)")
     else:
         problem = connector_problem(connect, name)
-        if problem:
-            raise ConnectorError(problem)
-        click.echo(f"connector ok {name} RUNNING")
+        if not problem:
+            click.echo(f"connector ok {name} RUNNING")
+    binlog = None
+    if config.get("source", "dialect") != "postgresql":
+        from cdcmirror.binlog_health import binlog_health
+        from cdcmirror.source.connection import open_engine
+
+        engine = open_engine(config)
+        try:
+            binlog = binlog_health(engine, connect, name)
+        finally:
+            engine.dispose()
+        if not binlog:
+            click.echo("binlog   ok  ROW, FULL row image, not compressed, connector inside history")
+    if problem or binlog:  # both: a failed task may be the sign of a reset binlog
+        raise ConnectorError("; ".join(p for p in (problem, binlog) if p))
     for warning in _slot_warnings(config):
         click.echo(f"warning: {warning}", err=True)
     if config.get("kafka", "format") == "avro":

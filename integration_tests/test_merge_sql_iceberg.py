@@ -94,3 +94,113 @@ def test_the_batch_key_range_bounds_the_read_and_changes_no_result(
     got = {r.id: r.name for r in spark.sql(f"SELECT id, name FROM {target}").collect()}
     assert len(got) == 300 and got[1001] == "changed" and 1050 not in got
     assert got[1200] == "new" and got[1000] == "old" and got[5099] == "old"
+
+
+def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
+    spark_world: SparkWorld,
+) -> None:
+    """`repair` removes keys only the mirror has, each while it still has the position read
+    before (``MirrorTables.delete_unchanged``). With more than one key, Iceberg refused the
+    filter (it cannot push an array literal inside an OR) and repair crashed."""
+    from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
+    from cdcmirror.spark.reconcile_side import MirrorTables
+
+    spark = spark_world.spark
+    target = "merge_it.extras"
+    _setup(spark, target)
+    spark.sql(
+        f"INSERT INTO {target} VALUES "
+        "(1, 'a', 'c', array(1, 1, 10, 0, 0, 1), current_timestamp(), false), "
+        "(2, 'b', 'c', array(1, 1, 20, 0, 0, 2), current_timestamp(), false), "
+        "(3, 'c', 'c', array(1, 1, 30, 0, 0, 3), current_timestamp(), false), "
+        "(4, 'd', 'c', array(1, 1, 40, 0, 0, 4), current_timestamp(), false)"
+    )
+    key = CanonicalColumn("id", "integer")
+    shape = RowShape(key=(key,), columns=(key,), skipped=())
+    mirror = MirrorTables(spark)
+    read = mirror.positions(target, shape, "id IN (1, 2, 3)")
+    assert sorted(read) == ["1", "2", "3"], read
+    read["3"] = [1, 1, 31, 0, 0, 9]  # the mirror applied a change to 3 since: it stays
+    mirror.delete_unchanged(target, shape, read)
+    got = [r[0] for r in spark.sql(f"SELECT id FROM {target} ORDER BY id").collect()]
+    assert got == [3, 4]
+
+
+def test_changes_of_a_restarted_source_history_are_told_from_replays(
+    spark_world: SparkWorld,
+) -> None:
+    """``_backwards`` (``positions.went_backwards_sql``): a change older by source position
+    but committed later than the stored row or tombstone comes from a restarted history; a
+    replay (older in both) and a re-snapshot of the same history (a read whose binlog
+    position is past the stored row) are only stale."""
+    from cdcmirror.mirror.merge_sql import classify_sql
+
+    spark = spark_world.spark
+    target, tombstones = "merge_it.history", "merge_it.history_deleted"
+    _setup(spark, target)
+    spark.sql(f"DROP TABLE IF EXISTS {tombstones}")
+    spark.sql(
+        f"CREATE TABLE {tombstones} (id BIGINT, _cdc_position ARRAY<BIGINT>, "
+        "_cdc_source_ts TIMESTAMP) USING iceberg"
+    )
+    at = "TIMESTAMP '2026-01-01 10:00:00'"
+    spark.sql(
+        f"INSERT INTO {target} SELECT id, 'stored', 'u', array(1, 26, 9000, 0, 0, id), {at}, "
+        "false FROM range(1, 6)"
+    )
+    spark.sql(f"INSERT INTO {tombstones} VALUES (6, array(1, 26, 9500, 0, 0, 6), {at})")
+    before, after = "TIMESTAMP '2026-01-01 09:00:00'", "TIMESTAMP '2026-01-01 11:00:00'"
+    rows = ", ".join(
+        [
+            f"(1, 'replay', 'u', array(1, 26, 8000, 0, 0, 10), {before})",
+            f"(2, 'new history', 'u', array(1, 1, 300, 0, 0, 11), {after})",
+            f"(3, 'newer', 'u', array(1, 26, 9100, 0, 0, 12), {after})",
+            f"(4, 'new history read', 'r', array(0, 1, 400, 0, 0, 13), {after})",
+            f"(5, 're-snapshot', 'r', array(0, 27, 100, 0, 0, 14), {after})",
+            f"(6, 'new history insert', 'c', array(1, 1, 500, 0, 0, 15), {after})",
+            f"(7, 'new key', 'c', array(1, 1, 600, 0, 0, 16), {after})",
+        ]
+    )
+    spark.sql(
+        f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
+    ).createOrReplaceTempView("merge_it_history")
+    sql = classify_sql(TABLE, "merge_it_history", target, tombstones, False)
+    got = {
+        r.id: (r._action, r._backwards)
+        for r in spark.sql(f"SELECT id, _action, _backwards FROM ({sql})").collect()
+    }
+    assert got == {
+        1: ("stale", False),
+        2: ("stale", True),
+        3: ("update", False),
+        4: ("stale", True),
+        5: ("stale", False),
+        6: ("stale", True),
+        7: ("insert", False),
+    }
+
+
+def test_events_behind_a_truncate_of_another_history_are_counted(
+    spark_world: SparkWorld,
+) -> None:
+    """``positions.behind_truncate_sql``: events older by position than the stored truncate
+    mark but committed after it come from a restarted history (they would be dropped as
+    truncated); a replay from before the truncate does not count."""
+    from cdcmirror.mirror.positions import behind_truncate_sql
+
+    spark = spark_world.spark
+    mark_us = 1_767_261_600_000_000  # 2026-01-01 10:00:00 UTC
+    rows = ", ".join(
+        [
+            "(array(1, 26, 8000, 0, 0, 1), timestamp_micros(1767258000000000L))",  # replay
+            "(array(1, 1, 300, 0, 0, 2), timestamp_micros(1767265200000000L))",  # new history
+            "(array(1, 26, 9900, 0, 0, 3), timestamp_micros(1767265200000000L))",  # after it
+        ]
+    )
+    sql = behind_truncate_sql([1, 26, 9000, 0, 0, 7], mark_us, 4)
+    got = spark.sql(
+        f"SELECT {sql} FROM VALUES {rows} AS s(_cdc_position, _cdc_source_ts) "
+        "CROSS JOIN (SELECT CAST(NULL AS STRING) AS _error)"
+    ).first()[0]
+    assert got == 1
+    assert spark.sql("SELECT " + behind_truncate_sql([], None, 4)).first()[0] == 0

@@ -355,18 +355,6 @@ def test_uuid_values_shifted_by_the_binlog_are_reported_then_repaired(
         assert code == 1 and sorted(int(k["id"]) for k in deep["changed_keys"]) == sorted(
             ending_in_zero
         ), deep
-        keys_file = m.config_path.parent / f"{m.name}-uuid-drift.json"
-        keys_file.write_text(json.dumps(report))
-        result = run_cli(m.config_path, "repair", "--table", "items", "--keys-from", str(keys_file))
-        assert result.exit_code == 0, result.output
-        deadline = time.monotonic() + 240
-        while True:
-            sc.settle(m)
-            m.mirror()
-            code, report = rc.reconcile(m, "--deep", "--settle", "10")
-            if code == 0 or time.monotonic() > deadline:
-                break
-        assert code == 0, json.dumps(rc.only_table(report), indent=1)
-        m.assert_same()
+        rc.repair_report_until_in_sync(m, report, "uuid-drift")
     finally:
         fixture.close()

@@ -69,9 +69,10 @@ def run_chain(
     spark.createDataFrame(events, EVENT_COLUMNS).createOrReplaceTempView("ev")
     rows = [(k, *(v if isinstance(v, tuple) else (v, BEFORE_BATCH))) for k, v in stored.items()]
     spark.createDataFrame(
-        [(k, v, 0, position(o), k in deleted) for k, v, o in rows]
-        or [(0, "unused", 0, [0], False)],
-        "id BIGINT, note STRING, qty INT, _cdc_position ARRAY<BIGINT>, _cdc_deleted BOOLEAN",
+        [(k, v, 0, position(o), None, k in deleted) for k, v, o in rows]
+        or [(0, "unused", 0, [0], None, False)],
+        "id BIGINT, note STRING, qty INT, _cdc_position ARRAY<BIGINT>, _cdc_source_ts TIMESTAMP, "
+        "_cdc_deleted BOOLEAN",
     ).createOrReplaceTempView("stored")
     deduped = spark.sql(dedupe_sql(TABLE, "ev"))
     fill_key_chains(spark, TABLE, deduped, "ev", "stored", "v", soft, {}).createOrReplaceTempView(

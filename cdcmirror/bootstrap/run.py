@@ -129,7 +129,7 @@ def bootstrap(
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     step("discovering source tables")
-    catalog_src = discover(config, require_replica_identity=True)
+    catalog_src = discover(config, require_safe_source=True)
     timings["discover"] = time.monotonic() - t0
     desired = _desired(config, catalog_src)
     step(f"{len(desired)} tables mapped")

@@ -6,13 +6,16 @@ the cause from the trace) and, with ``mirror.restart_failed_tasks`` on, restarts
 through Connect's REST API, with a backoff (``RestartBackoff``) so a lasting cause costs
 one restart every 10 minutes. PAUSED and STOPPED connectors are someone's decision: logged,
 never resumed. Restarting is safe for the mirror: Debezium resumes from its committed
-offsets, and whatever it sends twice the position guard skips."""
+offsets, and whatever it sends twice the position guard skips. ``source_check`` (MySQL/MariaDB:
+``source/binlog_settings.py``) is looked at as often: a setting that loses changes before they
+reach Kafka is logged as an error at every check."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connector_health import RestartBackoff, failed, status_problem
@@ -23,8 +26,16 @@ logger = logging.getLogger(__name__)
 class ConnectorWatch:
     """The watch thread for the ``with`` block around the running query."""
 
-    def __init__(self, connect_url: str, name: str, every: float, restart: bool) -> None:
+    def __init__(
+        self,
+        connect_url: str,
+        name: str,
+        every: float,
+        restart: bool,
+        source_check: Callable[[], str | None] | None = None,
+    ) -> None:
         self.url, self.name, self.every, self.restart = connect_url, name, every, restart
+        self.source_check = source_check
         self.backoff = RestartBackoff()
         self.restarts = 0
         self._client = ConnectClient(connect_url, timeout=10.0)
@@ -47,6 +58,19 @@ class ConnectorWatch:
                 self.check(time.monotonic())
             except Exception as exc:  # Connect restarting, a network blip: look again later
                 logger.warning("connector %s: its state cannot be read: %s", self.name, exc)
+            self.check_source()
+
+    def check_source(self) -> None:
+        """Log what the source's settings lose (``source_check``), if anything."""
+        if self.source_check is None:
+            return
+        try:
+            problem = self.source_check()
+        except Exception as exc:  # the source restarting: look again later
+            logger.warning("connector %s: the source's settings cannot be read: %s", self.name, exc)
+            return
+        if problem:
+            logger.error("connector %s: %s", self.name, problem)
 
     def check(self, now: float) -> None:
         """One look at the connector: log a problem, restart what FAILED when due."""

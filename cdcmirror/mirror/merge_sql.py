@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from cdcmirror.mirror.envelope import old_key_columns, q, source_length, toastable
 from cdcmirror.mirror.key_range import Bounds, range_sql
+from cdcmirror.mirror.positions import went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
@@ -74,21 +75,34 @@ def classify_sql(
     soft: bool,
     bounds: Bounds | None = None,
 ) -> str:
-    """Each deduplicated event with ``_action``: what it does to the stored row. ``bounds``:
-    the batch's key range (``key_range.py``), so only stored rows inside it are read."""
+    """Each deduplicated event with ``_action``: what it does to the stored row, and
+    ``_backwards``: a stale event that comes from a restarted source history
+    (``positions.went_backwards_sql``). ``bounds``: the batch's key range (``key_range.py``),
+    so only stored rows inside it are read."""
     within = range_sql("", bounds or {})
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     stale_tomb = ""
     join_tomb = ""
+    backwards = went_backwards_sql(
+        "s._cdc_position", "s._cdc_source_ts", "t._cdc_position", "t._cdc_source_ts", n
+    )
+    stored = "t._cdc_position AS _stored_position, t._cdc_source_ts AS _stored_ts"
     if tombstones:
         join_tomb = (
-            f" LEFT JOIN (SELECT {keys}, _cdc_position FROM {tombstones} WHERE {within}) tb "
-            f"ON {_on(table, 's', 'tb')}"
+            f" LEFT JOIN (SELECT {keys}, _cdc_position, _cdc_source_ts FROM {tombstones} "
+            f"WHERE {within}) tb ON {_on(table, 's', 'tb')}"
         )
         stale_tomb = (
             "WHEN tb._cdc_position IS NOT NULL AND NOT "
             f"{newer('s._cdc_position', 'tb._cdc_position', n)} THEN 'stale' "
+        )
+        backwards += " OR " + went_backwards_sql(
+            "s._cdc_position", "s._cdc_source_ts", "tb._cdc_position", "tb._cdc_source_ts", n
+        )
+        stored = (
+            "coalesce(t._cdc_position, tb._cdc_position) AS _stored_position, "
+            "coalesce(t._cdc_source_ts, tb._cdc_source_ts) AS _stored_ts"
         )
     absent_delete = "'delete'" if soft else "'absent'"
     action = (
@@ -99,10 +113,13 @@ def classify_sql(
         "ELSE 'stale' END"
     )
     return (
-        f"SELECT s.*, {action} AS _action FROM {deduped} s "
-        f"LEFT JOIN (SELECT {keys}, _cdc_position FROM {target} WHERE {within}) t "
+        "SELECT * EXCEPT (_gap), (_action = 'stale' AND coalesce(_gap, false)) AS _backwards "
+        f"FROM (SELECT s.*, {action} AS _action, ({backwards}) AS _gap, {stored} "
+        f"FROM {deduped} s "
+        f"LEFT JOIN (SELECT {keys}, _cdc_position, _cdc_source_ts FROM {target} "
+        f"WHERE {within}) t "
         f"ON {_on(table, 's', 't')}"
-        f"{join_tomb}"
+        f"{join_tomb})"
     )
 
 
@@ -167,11 +184,11 @@ def tombstone_merge_sql(
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     return (
-        f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position FROM {changes} "
-        f"WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
+        f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position, _cdc_source_ts "
+        f"FROM {changes} WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
         f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
-        "THEN UPDATE SET _cdc_position = s._cdc_position "
+        "THEN UPDATE SET _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts "
         "WHEN NOT MATCHED THEN INSERT *"
     )
 

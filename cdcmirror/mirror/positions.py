@@ -26,3 +26,74 @@ def later_mark(stored: Sequence[int], batch: Sequence[int], n: int) -> list[int]
     if stored and list(stored[:n]) >= list(batch[:n]):
         return list(stored)
     return list(batch)
+
+
+# -- a source history that restarted ---------------------------------------------------------
+# After `RESET MASTER`, a failover to a server with other binlog files, a new binlog basename
+# (MySQL/MariaDB) or a new PostgreSQL cluster, the source's positions start again below the
+# stored ones, and every later change would compare as older than the row it changes and be
+# skipped as a replay. A replay is older in both position and commit time: within one history
+# a row's next change has a later position and a later (or equal) commit time, because its
+# writer waited for the previous writer's commit. A change that is older by position but
+# newer by commit time than the row or tombstone it meets therefore comes from another
+# history. The phase element is left out: a snapshot read of a new history sorts before a
+# streamed row by phase whatever the server, and its source position tells the two apart.
+# (MariaDB stamps a row event with its statement's start, in seconds: a statement that began
+# before another one on the same row but reached it after that one committed inverts the
+# times. Meeting such a pair again in a Debezium replay would stop the mirror loudly, never
+# lose a row.)
+
+
+def went_backwards_sql(event: str, event_ts: str, stored: str, stored_ts: str, n: int) -> str:
+    """Spark SQL: ``event`` (position, commit time ``event_ts``) comes from another source
+    history than ``stored`` (NULL when nothing is stored). ``n``: the source elements.
+
+    >>> went_backwards_sql("s.p", "s.ts", "t.p", "t.ts", 4)
+    '(t.p IS NOT NULL AND s.ts > t.ts AND slice(s.p, 2, 3) < slice(t.p, 2, 3))'
+    """
+    return (
+        f"({stored} IS NOT NULL AND {event_ts} > {stored_ts} "
+        f"AND slice({event}, 2, {n - 1}) < slice({stored}, 2, {n - 1}))"
+    )
+
+
+FRESH_SNAPSHOT = (
+    "Mirror again from a fresh snapshot: `cdcmirror teardown --yes --topics --checkpoint "
+    "--tables`, then `cdcmirror bootstrap` and `cdcmirror mirror`"
+)
+
+
+def history_restarted_message(table: str, count: int, example: str) -> str:
+    """Why the mirror stops when changes of another source history meet stored rows;
+    ``example`` describes one of them.
+
+    >>> history_restarted_message("db.t", 2, "id=1 ...")[:64]
+    'db.t: 2 change(s) come from a restarted source history: they are'
+    """
+    return (
+        f"{table}: {count} change(s) come from a restarted source history: they are older by "
+        f"source position than what the mirror stored, yet committed later ({example}). The "
+        "source's positions started again (RESET MASTER, a failover to another server, a new "
+        "binlog basename or database cluster, or the connector's offsets were reset on "
+        "another server); applied as usual these changes would be skipped as old. Nothing "
+        f"of them was written. {FRESH_SNAPSHOT}"
+    )
+
+
+def behind_truncate_sql(mark: Sequence[int], mark_ts_us: int | None, n: int) -> str:
+    """Spark SQL aggregate: how many good events of the batch come from a restarted source
+    history by the stored truncate ``mark`` (committed at ``mark_ts_us``): they would be
+    dropped as older than the TRUNCATE.
+
+    >>> behind_truncate_sql([], None, 4)
+    '0'
+    >>> behind_truncate_sql([1, 2, 30, 0, 0, 9], 1_000, 4)[:50]
+    'count_if(_error IS NULL AND (array(1L, 2L, 30L, 0L'
+    """
+    if not mark or mark_ts_us is None:
+        return "0"
+    literal = f"array({', '.join(f'{int(x)}L' for x in mark)})"
+    gap = went_backwards_sql(
+        "_cdc_position", "_cdc_source_ts", literal, f"timestamp_micros({int(mark_ts_us)}L)", n
+    )
+    return f"count_if(_error IS NULL AND {gap})"

@@ -6,6 +6,8 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +19,8 @@ from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 
 logger = logging.getLogger(__name__)
+
+SourceCheck = Callable[[], str | None]  # what is wrong with the source's settings, or None
 
 
 def internal_namespace(config: Config) -> str:
@@ -153,7 +157,12 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             available_now,
             int(config.get("mirror", "max_events_per_batch")),
         )
-        with LeaseRenewal(catalog, identifiers, me, query) as renewal, watch(config):
+        with (
+            LeaseRenewal(catalog, identifiers, me, query) as renewal,
+            source_settings_check(config) as source_check,
+            watch(config, source_check) as watching,
+        ):
+            watching.check_source()  # at start too, whether the watch runs or not
             run_until_stopped(query, applier.gate)
         renewal.raise_lost()
     finally:
@@ -161,7 +170,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         release(catalog, identifiers, me)
 
 
-def watch(config: Config) -> ConnectorWatch:
+def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorWatch:
     """The watch on the source's connector while the query runs (``connector_watch.py``)."""
     from cdcmirror.bootstrap.connector import connector_name
 
@@ -170,7 +179,33 @@ def watch(config: Config) -> ConnectorWatch:
         connector_name(str(config.get("source", "name"))),
         float(config.get("mirror", "connector_check_seconds")),
         bool(config.get("mirror", "restart_failed_tasks")),
+        source_check,
     )
+
+
+@contextmanager
+def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
+    """What the source loses before Kafka (MySQL/MariaDB binlog settings, the connector's
+    place in the binlog history: ``binlog_health.py``), over one engine for the job."""
+    if config.get("source", "dialect") == "postgresql":
+        yield None
+        return
+    from cdcmirror.binlog_health import binlog_health
+    from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.source.connection import open_engine
+
+    try:
+        engine = open_engine(config)
+    except CdcMirrorError as exc:  # the job needs Kafka, not the source: it goes on
+        logger.warning("the source's binlog settings cannot be checked: %s", exc)
+        yield None
+        return
+    try:
+        url = str(config.get("connect", "url"))
+        name = connector_name(str(config.get("source", "name")))
+        yield lambda: binlog_health(engine, url, name)
+    finally:
+        engine.dispose()
 
 
 def resume_offsets(config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: str) -> str:

@@ -16,6 +16,8 @@ from cdcmirror.exceptions import ConfigError
 SOURCE_PROPERTY = "cdcmirror.source"
 MODE_PROPERTY = "cdcmirror.mode"
 TRUNCATED_PROPERTY = "cdcmirror.truncated-at"
+# the truncate's commit time, epoch microseconds (positions.went_backwards_sql)
+TRUNCATED_TS_PROPERTY = "cdcmirror.truncated-at-ts"
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class MirrorTable:
     mode: str  # upsert or append
     columns: tuple[MirrorColumn, ...]  # the source columns, in table order
     truncated_at: tuple[int, ...] = ()
+    truncated_ts_us: int | None = None  # the commit time of the truncate at truncated_at
 
     @property
     def dialect(self) -> str:
@@ -102,6 +105,9 @@ def mirror_table(
         mode=properties.get(MODE_PROPERTY, "upsert" if key else "append"),
         columns=tuple(out),
         truncated_at=truncated,
+        truncated_ts_us=int(properties[TRUNCATED_TS_PROPERTY])
+        if properties.get(TRUNCATED_TS_PROPERTY)
+        else None,
     )
 
 

@@ -220,12 +220,24 @@ def reconcile(
                 if not run.checks[t.identifier].error:
                     run.deep(t)
         run.snapshots(catalog)
+        binlog = None
+        if config.get("source", "dialect") != "postgresql":
+            from cdcmirror.binlog_health import binlog_health
+
+            binlog = binlog_health(
+                engine,
+                str(config.get("connect", "url")),
+                connector_name(str(config.get("source", "name"))),
+            )
     finally:
         engine.dispose()
     problem = connector_problem(
         str(config.get("connect", "url")), connector_name(str(config.get("source", "name")))
     )
-    if problem:  # the counts may agree now, but no change reaches the mirror any more
+    # the counts may agree now, but changes do not reach the mirror (any more); both, as a
+    # failed task may be the sign of a reset binlog
+    lost = "; ".join(p for p in (problem, binlog) if p)
+    if lost:
         for check in run.checks.values():
-            check.error = check.error or problem
+            check.error = check.error or lost
     return [run.checks[t.identifier] for t in tables], datetime.now(tz=UTC)

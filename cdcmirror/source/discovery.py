@@ -57,17 +57,18 @@ def signal_table_name(config: Config, database: str) -> str:
     return f"{schema}.{SIGNAL_TABLE}"
 
 
-def discover(config: Config, *, require_replica_identity: bool = False) -> SourceCatalog:
+def discover(config: Config, *, require_safe_source: bool = False) -> SourceCatalog:
     """Every table ``source.include`` selects, with columns, types and keys.
 
     Fails (exit 2) when a pattern names a schema or table that does not exist, when no table
     matches, or when the connecting user cannot read an included table; nothing is written.
-    ``require_replica_identity`` (bootstrap): also when a published PostgreSQL table has no
-    replica identity (``replica_identity.py``).
+    ``require_safe_source`` (bootstrap): also when a published PostgreSQL table has no
+    replica identity (``replica_identity.py``), or a MySQL/MariaDB binlog setting would lose
+    changes (``binlog_settings.py``).
     """
     from sqlalchemy import inspect
 
-    from cdcmirror.source import mysql, postgresql, replica_identity
+    from cdcmirror.source import binlog_settings, mysql, postgresql, replica_identity
 
     dialect = str(config.get("source", "dialect"))
     patterns = list(config.get("source", "include"))
@@ -82,7 +83,7 @@ def discover(config: Config, *, require_replica_identity: bool = False) -> Sourc
         return name != signal and include.is_included(name, patterns)
 
     published: frozenset[str] | None = None
-    no_identity: str | None = None
+    unsafe: str | None = None
     try:
         with engine.connect() as conn:
             flavor, version, database, user = _server_facts(conn, dialect)
@@ -92,17 +93,23 @@ def discover(config: Config, *, require_replica_identity: bool = False) -> Sourc
             if dialect == "postgresql":
                 tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
                 published = postgresql.published_tables(conn)
-                if require_replica_identity:
-                    no_identity = replica_identity.missing_identity_message(
+                if require_safe_source:
+                    unsafe = replica_identity.missing_identity_message(
                         replica_identity.published_tables(conn, postgresql.PUBLICATION),
                         postgresql.PUBLICATION,
                     )
             else:
                 tables, readable, schemas = mysql.discover(conn, inspector, wanted)
+                if require_safe_source:
+                    problems = binlog_settings.binlog_problems(
+                        binlog_settings.read_binlog_settings(conn)
+                    )
+                    if problems:
+                        unsafe = "; ".join(problems) + ". Nothing was created"
     finally:
         engine.dispose()
-    if no_identity:
-        raise SourceError(no_identity)
+    if unsafe:
+        raise SourceError(unsafe)
 
     where = f"{flavor} database {database!r}"
     missing_schemas = [s for s in include.literal_schemas(patterns) if s not in schemas]

@@ -60,10 +60,10 @@ from cdcmirror.mirror.merge_sql import (
     tombstone_merge_sql,
     truncate_sql,
 )
-from cdcmirror.mirror.positions import later_mark
+from cdcmirror.mirror.positions import behind_truncate_sql, history_restarted_message, later_mark
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import batch_summary
-from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, MirrorTable
+from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY, MirrorTable
 from cdcmirror.mirror.toast_chain import (
     key_change_with_placeholders,
     unknown_columns_sql,
@@ -73,6 +73,7 @@ from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
@@ -382,12 +383,17 @@ class Applier:
     ) -> Any:
         spark = self.batch_spark
         ts = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
+        n = source_length(table.dialect)
         agg = decoded.selectExpr(  # one pass; bounds over every event are still bounds
             "count_if(_error IS NOT NULL) AS bad",
             f"max({ts}) AS newest_us",
             f"percentile_approx({ts}, 0.5) AS median_us",
             f"min({ts}) AS oldest_us",
             "max(IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
+            "max_by(IF(_error IS NULL AND _cdc_op = 't', unix_micros(_cdc_source_ts), NULL), "
+            "IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_ts",
+            f"{behind_truncate_sql(table.truncated_at, table.truncated_ts_us, n)} "
+            "AS behind_truncate",
             "count_if(_error IS NULL AND _cdc_op = 't') AS truncates",
             f"{applied_count_sql(table)} AS applied",
             f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) "
@@ -411,22 +417,32 @@ class Applier:
         )
         view = f"_cdcm_{abs(hash(table.identifier))}_{abs(batch_id)}"
         applied = good.where("_cdc_op IN ('c', 'u', 'd', 'r')")
+        if agg.behind_truncate:
+            raise MirrorError(
+                history_restarted_message(
+                    table.identifier,
+                    agg.behind_truncate,
+                    f"the table's last TRUNCATE is at {list(table.truncated_at)}, committed "
+                    f"{table.truncated_ts_us} us after the epoch",
+                )
+            )
         truncated_at = list(table.truncated_at)
         if agg.truncated_at is not None:
             stats.truncates = agg.truncates
-            truncated_at = later_mark(
-                truncated_at, [int(x) for x in agg.truncated_at], source_length(table.dialect)
-            )
+            batch_mark = [int(x) for x in agg.truncated_at]
+            truncated_at = later_mark(truncated_at, batch_mark, source_length(table.dialect))
+            ts_us = agg.truncated_ts if truncated_at == batch_mark else table.truncated_ts_us
             literal = _array_literal(truncated_at)
             self._with_props(
                 props,
                 lambda: spark.sql(
                     f"ALTER TABLE {target} SET TBLPROPERTIES "
-                    f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}')"
+                    f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
+                    f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
                 ),
             )
             self._with_props(props, lambda: spark.sql(truncate_sql(table, target, literal, soft)))
-            self._remember(replace(table, truncated_at=tuple(truncated_at)))
+            self._remember(replace(table, truncated_at=tuple(truncated_at), truncated_ts_us=ts_us))
         if truncated_at:
             n = source_length(table.dialect)
             applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
@@ -467,9 +483,15 @@ class Applier:
             changes.createOrReplaceTempView(view + "_changes")
             rows = (
                 changes.groupBy("_action")
-                .agg(_expr("count(*) AS n"), _expr(f"count_if({unknown_sql(table)}) AS unknown"))
+                .agg(
+                    _expr("count(*) AS n"),
+                    _expr(f"count_if({unknown_sql(table)}) AS unknown"),
+                    _expr("count_if(_backwards) AS backwards"),
+                )
                 .collect()
             )
+            if sum(r.backwards for r in rows):  # before anything of this table is written
+                raise MirrorError(history_restarted(table, changes, rows))
             counts = {r._action: r.n for r in rows}
             total = sum(counts.values())
             # superseded within the batch, or older than a truncate
@@ -560,7 +582,8 @@ class Applier:
         if self._tombstone_keys.get(name) == wanted:
             return spark_name(name)
         self.batch_spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {spark_name(name)} ({cols}, _cdc_position ARRAY<BIGINT>) "
+            f"CREATE TABLE IF NOT EXISTS {spark_name(name)} ({cols}, _cdc_position ARRAY<BIGINT>, "
+            "_cdc_source_ts TIMESTAMP) "
             "USING iceberg TBLPROPERTIES ('format-version'='2', "
             "'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
         )
@@ -575,6 +598,10 @@ class Applier:
                 self.batch_spark.sql(
                     f"ALTER TABLE {spark_name(name)} ALTER COLUMN {q(k)} TYPE {spark_type}"
                 )
+        if "_cdc_source_ts" not in stored:  # made before tombstones kept the commit time
+            self.batch_spark.sql(
+                f"ALTER TABLE {spark_name(name)} ADD COLUMN _cdc_source_ts TIMESTAMP"
+            )
         self._tombstone_keys[name] = wanted
         return spark_name(name)
 

@@ -82,9 +82,11 @@ class MirrorTables:
         if not rows:
             return
         key = shape.key_text_sql("spark")
+        # the position compared as text: Iceberg cannot turn an array literal inside an OR
+        # into a filter and refuses the statement
         cases = " OR ".join(
-            f"({key} = '{k.replace(chr(39), chr(39) * 2)}' AND _cdc_position = "
-            f"array({', '.join(f'{p}L' for p in pos)}))"
+            f"({key} = '{k.replace(chr(39), chr(39) * 2)}' AND to_json(_cdc_position) = "
+            f"'[{','.join(str(int(p)) for p in pos)}]')"
             for k, pos in rows.items()
         )
         self.spark.sql(f"DELETE FROM {self._fresh(identifier)} WHERE {cases}")

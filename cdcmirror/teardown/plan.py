@@ -41,7 +41,7 @@ def plan_teardown(facts: TeardownFacts, topics: bool, checkpoint: bool, tables: 
     """
     steps = []
     if facts.connector:
-        steps.append(Step("connector", facts.connector, "Kafka Connect"))
+        steps.append(Step("connector", facts.connector, "Kafka Connect, with its offsets"))
     if facts.slot:
         steps.append(Step("slot", facts.slot, "PostgreSQL replication slot and the WAL it holds"))
     if facts.signal_table:

@@ -85,7 +85,12 @@ def _run(config: Config, step: Step) -> None:
     if step.kind == "connector":
         from cdcmirror.connect_client import ConnectClient
 
-        ConnectClient(str(config.get("connect", "url"))).delete(step.target)
+        client = ConnectClient(str(config.get("connect", "url")))
+        # Kafka Connect keeps a deleted connector's offsets, and a connector registered again
+        # under the name would resume from them instead of taking a new snapshot
+        client.stop(step.target)
+        client.reset_offsets(step.target)
+        client.delete(step.target)
     elif step.kind in ("slot", "signal"):
         _run_source(config, step)
     elif step.kind == "topic":

@@ -1,0 +1,33 @@
+"""The mirror's stop when changes of a restarted source history meet stored rows (the rule:
+``mirror/positions.py``, ``went_backwards_sql``; the classification marks them
+``_backwards``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.mirror.envelope import q
+from cdcmirror.mirror.positions import history_restarted_message
+from cdcmirror.mirror.spec import MirrorTable
+
+
+def history_restarted(table: MirrorTable, changes: Any, rows: list[Any]) -> str:
+    """The stop message, with one of the changes: its key, position and commit time, and
+    those of what is stored. ``rows``: the classification counts (``backwards`` each)."""
+    key = ", ".join(f"concat('{k}=', CAST({q(k)} AS STRING))" for k in table.key)
+    first = (
+        changes.where("_backwards")
+        .selectExpr(
+            f"concat_ws(', ', {key}) AS k",
+            "_cdc_position",
+            "CAST(_cdc_source_ts AS STRING) AS ts",
+            "_stored_position",
+            "CAST(_stored_ts AS STRING) AS stored_ts",
+        )
+        .first()
+    )
+    example = (
+        f"e.g. {first.k}: position {list(first._cdc_position)} committed {first.ts}, "
+        f"stored at {list(first._stored_position)} committed {first.stored_ts}"
+    )
+    return history_restarted_message(table.identifier, sum(r.backwards for r in rows), example)
