@@ -27,6 +27,20 @@ def test_connect_worker_is_exactly_once_with_providers_on_loopback() -> None:
     assert p["plugin.path"] == "/plugins"
 
 
+def test_compose_worker_has_the_native_workers_settings() -> None:
+    """compose/connect-distributed.properties says it is the native worker's settings: it is,
+    but for addresses and paths (one worker in both: lost tasks are reassigned at once)."""
+    native = props(layout.connect_properties(Path("/plugins")))
+    text = (Path(__file__).parents[1] / "compose" / "connect-distributed.properties").read_text()
+    compose = props("\n".join(x for x in text.splitlines() if not x.startswith("#")))
+    where = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "plugin.path"}
+    assert compose.keys() - where == native.keys() - where - {"rest.advertised.port"}
+    assert {k: compose[k] for k in compose.keys() - where} == {
+        k: native[k] for k in compose.keys() - where
+    }
+    assert native["scheduled.rebalance.max.delay.ms"] == "0"
+
+
 def test_cluster_id_is_kafka_shaped() -> None:
     ids = {layout.new_cluster_id() for _ in range(20)}
     assert len(ids) == 20

@@ -94,6 +94,12 @@ def connect_properties(plugin_path: Path) -> str:
 
     Connector configs reference secrets as ``${file:PATH:KEY}`` or ``${env:NAME}``; the
     worker resolves them, so passwords never sit in clear in a connector config.
+
+    ``scheduled.rebalance.max.delay.ms=0``: a worker that misses the rebalance timeout (its
+    herder blocked while the broker was down a minute) leaves the group and joins again as a
+    new member; by default the group then keeps the tasks it held unassigned for 5 minutes,
+    waiting for a worker that will never come back, and nothing is captured meanwhile. With one
+    worker, the one that came back is the only one there is: its tasks are reassigned at once.
     """
     return _properties(
         {
@@ -111,6 +117,7 @@ def connect_properties(plugin_path: Path) -> str:
             "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1",
             "offset.flush.interval.ms": "1000",
+            "scheduled.rebalance.max.delay.ms": "0",
             "exactly.once.source.support": "enabled",
             "plugin.path": str(plugin_path),
             "plugin.discovery": "service_load",
