@@ -54,3 +54,7 @@ class UnsupportedTypeError(CdcMirrorError):
 
 class SourceError(CdcMirrorError):
     """The source database refused the connection, or its catalog is not what cdcmirror needs."""
+
+
+class MirrorError(CdcMirrorError):
+    """The mirror cannot apply a batch (the message names the table and offsets)."""

@@ -12,7 +12,7 @@ from cdcmirror.mirror.evolution import schema_key_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 if TYPE_CHECKING:
-    from cdcmirror.spark.applier import TableStats
+    from cdcmirror.spark.batch_stats import TableStats
 
 
 def reject_schemas(

@@ -8,8 +8,8 @@ import signal
 import threading
 from typing import Any
 
-from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
-from cdcmirror.spark.applier import Applier, MirrorError
+from cdcmirror.exceptions import CdcMirrorError, MirrorError, ServiceUnavailableError
+from cdcmirror.spark.applier import Applier
 from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,126 @@
+"""The dead-letter table: events the mirror cannot apply, kept with the reason, keyed by
+topic, partition and offset (a re-run batch adds nothing; `replay-dead-letters` reads them
+back)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cdcmirror.exceptions import MirrorError
+from cdcmirror.mirror.envelope import q, spark_name
+from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast_chain import unknown_columns_sql, unknown_sql
+
+logger = logging.getLogger("cdcmirror.mirror")
+
+HEADERS_TYPE = "ARRAY<STRUCT<key: STRING, value: BINARY>>"  # Kafka headers, as Spark reads them
+DEAD_LETTER_COLUMNS = (
+    "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, error STRING, "
+    "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP, "
+    f"headers {HEADERS_TYPE}"
+)
+KAFKA_COLUMNS = ("_topic", "_partition", "_offset", "_key", "_value", "_headers")  # decoded
+UNKNOWN_TOAST_REASON = (
+    "concat('unchanged TOAST value of column(s) ', _columns, ' is known neither in "
+    "this batch nor in the mirror (the row came through a key change or is not "
+    "stored); the row is left out: `cdcmirror reconcile --deep` lists its key and "
+    "`cdcmirror repair --keys-from` re-reads it')"
+)
+
+
+def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> None:
+    """The table and its namespace, made if missing (``headers``: added to older ones)."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {q(namespace)}")
+    name = spark_name(identifier)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({DEAD_LETTER_COLUMNS}) "
+        "USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    if "headers" not in spark.table(name).columns:  # an older cdcmirror's: replays need them
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS (headers {HEADERS_TYPE})")
+
+
+def decoded_dead(bad: Any, table: MirrorTable, fail: bool) -> Any:
+    """Decoded events with ``_error`` as dead-letter rows; ``fail`` (``dead_letter =
+    "fail"``): the first one stops the job instead."""
+    if fail:
+        first = bad.orderBy("_partition", "_offset").first()
+        raise MirrorError(
+            f"{table.identifier}: event at {first._topic} partition {first._partition} "
+            f"offset {first._offset} cannot be applied: {first._error} "
+            '(mirror.dead_letter = "fail")'
+        )
+    return bad.selectExpr(
+        "_topic AS topic",
+        "_partition AS partition",
+        "_offset AS offset",
+        "_key AS key",
+        "_value AS value",
+        "_headers AS headers",
+        "_error AS error",
+        f"'{table.identifier}' AS table_name",
+    )
+
+
+def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
+    """Kafka records (not decoded) as dead-letter rows, all with ``error``."""
+    from pyspark.sql import functions as F
+
+    return events.select(
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.col("key"),
+        F.col("value"),
+        F.col("headers"),
+        F.lit(error).alias("error"),
+        F.lit(table.identifier).alias("table_name"),
+    )
+
+
+def unknown_toast_dead(
+    table: MirrorTable, changes: Any, events: Any, fail: bool
+) -> tuple[Any, int]:
+    """The events whose unchanged TOAST value the mirror cannot know, as dead letters
+    (never written as NULL), and how many; called when the batch has some."""
+    unknown = changes.where(unknown_sql(table)).selectExpr(
+        "_partition AS _p", "_offset AS _o", f"{unknown_columns_sql(table)} AS _columns"
+    )
+    bad = events.join(
+        unknown, (events["_partition"] == unknown["_p"]) & (events["_offset"] == unknown["_o"])
+    ).selectExpr(*KAFKA_COLUMNS, f"{UNKNOWN_TOAST_REASON} AS _error")
+    found = int(unknown.count())
+    logger.error(
+        "%s: %d event(s) with unknown unchanged TOAST values dead-lettered",
+        table.identifier,
+        found,
+    )
+    return decoded_dead(bad, table, fail), found
+
+
+def write_dead_letters(
+    spark: Any, identifier: str, frames: list[Any], query_id: str, batch_id: int
+) -> None:
+    """MERGE the batch's dead letters into the table: one that fails again (a re-run batch,
+    `replay-dead-letters`) gets the new reason and the run that found it."""
+    from pyspark.sql import functions as F
+
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    union = (
+        union.withColumn("query_id", F.lit(query_id))
+        .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+        .withColumn("dead_lettered_at", F.current_timestamp())
+    )
+    view = f"_cdcm_dead_{abs(batch_id)}"
+    union.createOrReplaceTempView(view)
+    spark.sql(
+        f"MERGE INTO {spark_name(identifier)} t USING {view} s "
+        "ON t.topic = s.topic AND t.partition = s.partition AND t.offset = s.offset "
+        "WHEN MATCHED THEN UPDATE SET error = s.error, query_id = s.query_id, "
+        "batch_id = s.batch_id, dead_lettered_at = s.dead_lettered_at "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.catalog.dropTempView(view)

@@ -1,0 +1,232 @@
+"""Applying one table's decoded events of a micro-batch: dead-letter what cannot be
+applied, truncate, dedupe, classify against the stored positions, MERGE, record tombstones
+(the SQL: ``mirror/merge_sql.py``; the order of positions: ``mirror/positions.py``).
+
+Every commit carries the batch's properties (``spark/commits.py``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cdcmirror.exceptions import MirrorError
+from cdcmirror.mirror.envelope import source_length, spark_name
+from cdcmirror.mirror.key_change import (
+    applied_count_sql,
+    applies_at_create,
+    key_changes_at_create_sql,
+)
+from cdcmirror.mirror.key_range import Bounds, bounds_exprs, bounds_of
+from cdcmirror.mirror.mariadb_uuid import suspect_sql
+from cdcmirror.mirror.merge_sql import (
+    append_merge_sql,
+    classify_sql,
+    dedupe_sql,
+    merge_sql,
+    newer,
+    tombstone_merge_sql,
+    truncate_sql,
+)
+from cdcmirror.mirror.positions import behind_truncate_sql, history_restarted_message, later_mark
+from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY, MirrorTable
+from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
+from cdcmirror.spark.batch_stats import TableStats
+from cdcmirror.spark.commits import with_commit_props
+from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
+from cdcmirror.spark.history_gap import history_restarted
+from cdcmirror.spark.suspect_uuids import report_suspect_uuids
+from cdcmirror.spark.tombstones import TombstoneTables
+
+VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective")
+
+
+@dataclass
+class TableBatch:
+    """One table's share of a micro-batch, and what applying it needs."""
+
+    spark: Any  # the batch's session (its temp views)
+    table: MirrorTable
+    batch_id: int
+    stats: TableStats
+    props: dict[str, str]  # snapshot summary properties of every commit
+    soft: bool  # soft deletes
+    fail_on_dead_letter: bool
+    tombstones: TombstoneTables
+    remember: Callable[[MirrorTable], None]  # the table's new truncate mark
+
+    @property
+    def view(self) -> str:
+        return f"_cdcm_{abs(hash(self.table.identifier))}_{abs(self.batch_id)}"
+
+    def commit(self, sql: str, fault: bool = False) -> None:
+        with_commit_props(self.spark, self.props, lambda: self.spark.sql(sql), fault=fault)
+
+
+def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
+    """Apply the decoded events; the batch's dead letters of this table (or None)."""
+    table, stats = tb.table, tb.stats
+    agg = _aggregate(decoded, table)
+    bounds = bounds_of(table, agg.asDict())
+    source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
+    stats.dead_lettered = agg.bad
+    stats.suspect_uuids = agg.suspect_uuids
+    if agg.suspect_uuids:
+        report_suspect_uuids(decoded, table, agg.suspect_uuids)
+    bad = decoded.where("_error IS NOT NULL")
+    dead = decoded_dead(bad, table, tb.fail_on_dead_letter) if stats.dead_lettered else None
+    applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
+    truncated_at = _truncate(tb, agg)
+    if truncated_at:
+        n = source_length(table.dialect)
+        applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
+    started = time.monotonic()
+    if table.mode == "append" or not table.key:
+        applied.createOrReplaceTempView(tb.view + "_events")
+        try:
+            tb.commit(append_merge_sql(table, spark_name(table.identifier), tb.view + "_events"))
+        finally:
+            tb.spark.catalog.dropTempView(tb.view + "_events")
+        stats.inserts = applied.count() if truncated_at else agg.applied
+    else:
+        try:
+            dead = _apply_keyed(tb, applied, agg, bounds or {}, dead)
+        finally:
+            for suffix in VIEWS:
+                tb.spark.catalog.dropTempView(tb.view + suffix)
+    stats.merge_seconds = time.monotonic() - started
+    stats.committed(time.time(), *source_us)
+    return dead
+
+
+def _aggregate(decoded: Any, table: MirrorTable) -> Any:
+    """One pass over the decoded events: counts, commit-time bounds, the batch's truncate,
+    key bounds (bounds over every event are still bounds)."""
+    ts = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
+    n = source_length(table.dialect)
+    return decoded.selectExpr(
+        "count_if(_error IS NOT NULL) AS bad",
+        f"max({ts}) AS newest_us",
+        f"percentile_approx({ts}, 0.5) AS median_us",
+        f"min({ts}) AS oldest_us",
+        "max(IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
+        "max_by(IF(_error IS NULL AND _cdc_op = 't', unix_micros(_cdc_source_ts), NULL), "
+        "IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_ts",
+        f"{behind_truncate_sql(table.truncated_at, table.truncated_ts_us, n)} AS behind_truncate",
+        "count_if(_error IS NULL AND _cdc_op = 't') AS truncates",
+        f"{applied_count_sql(table)} AS applied",
+        f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) AS key_change_fills",
+        *bounds_exprs(table),
+        f"count_if(_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
+    ).first()
+
+
+def _truncate(tb: TableBatch, agg: Any) -> list[int]:
+    """Apply the batch's newest TRUNCATE, if any; the table's truncate mark after it."""
+    table = tb.table
+    if agg.behind_truncate:
+        raise MirrorError(
+            history_restarted_message(
+                table.identifier,
+                agg.behind_truncate,
+                f"the table's last TRUNCATE is at {list(table.truncated_at)}, committed "
+                f"{table.truncated_ts_us} us after the epoch",
+            )
+        )
+    truncated_at = list(table.truncated_at)
+    if agg.truncated_at is None:
+        return truncated_at
+    tb.stats.truncates = agg.truncates
+    batch_mark = [int(x) for x in agg.truncated_at]
+    truncated_at = later_mark(truncated_at, batch_mark, source_length(table.dialect))
+    ts_us = agg.truncated_ts if truncated_at == batch_mark else table.truncated_ts_us
+    target = spark_name(table.identifier)
+    tb.commit(
+        f"ALTER TABLE {target} SET TBLPROPERTIES "
+        f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
+        f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
+    )
+    tb.commit(truncate_sql(table, target, _array_literal(truncated_at), tb.soft))
+    tb.remember(replace(table, truncated_at=tuple(truncated_at), truncated_ts_us=ts_us))
+    return truncated_at
+
+
+def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: Any) -> Any:
+    """Dedupe, classify, MERGE and record tombstones; the dead letters so far and those of
+    unknown unchanged TOAST values."""
+    spark, table, view, stats = tb.spark, tb.table, tb.view, tb.stats
+    target = spark_name(table.identifier)
+    events = applied
+    if applies_at_create(table):
+        applied.createOrReplaceTempView(view + "_decoded")
+        events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
+    events.createOrReplaceTempView(view + "_events")
+    tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
+    deduped = spark.sql(dedupe_sql(table, view + "_events"))
+    if agg.key_change_fills:
+        from cdcmirror.spark.key_chains import fill_key_chains
+
+        deduped = fill_key_chains(
+            spark, table, deduped, view + "_events", target, view, tb.soft, bounds
+        )
+    deduped.createOrReplaceTempView(view + "_deduped")
+    # Computed once, before anything is written: a recomputation after the MERGE below
+    # would classify against the new state (localCheckpoint is eager and cuts lineage).
+    changes = spark.sql(
+        classify_sql(table, view + "_deduped", target, tombstones, tb.soft, bounds)
+    ).localCheckpoint(eager=True)
+    changes.createOrReplaceTempView(view + "_changes")
+    counts = _count_actions(table, changes, agg, stats)
+    if counts.get("unknown"):
+        unknown, found = unknown_toast_dead(table, changes, applied, tb.fail_on_dead_letter)
+        stats.dead_lettered += found
+        dead = unknown if dead is None else dead.unionByName(unknown)
+    if stats.inserts or stats.updates or stats.deletes:
+        effective = changes.where(
+            f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
+        )
+        effective.createOrReplaceTempView(view + "_effective")
+        tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), fault=True)
+    # After the MERGE: a crash in between is healed by the re-run of this batch, which
+    # finds the row gone and records the tombstone then ("absent").
+    if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
+        tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds))
+    return dead
+
+
+def _count_actions(table: MirrorTable, changes: Any, agg: Any, stats: TableStats) -> dict[str, int]:
+    """The classified changes per action (and ``unknown``: events whose unchanged TOAST value
+    is known nowhere) into ``stats``; stops before anything of the table is written when a
+    change comes from a restarted source history."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        changes.groupBy("_action")
+        .agg(
+            F.expr("count(*) AS n"),
+            F.expr(f"count_if({unknown_sql(table)}) AS unknown"),
+            F.expr("count_if(_backwards) AS backwards"),
+        )
+        .collect()
+    )
+    if sum(r.backwards for r in rows):
+        raise MirrorError(history_restarted(table, changes, rows))
+    counts = {r._action: r.n for r in rows}
+    # superseded within the batch, or older than a truncate
+    stats.duplicates = max(0, agg.applied - sum(counts.values()))
+    stats.inserts = counts.get("insert", 0)
+    stats.updates = counts.get("update", 0)
+    stats.deletes = counts.get("delete", 0)
+    stats.stale = counts.get("stale", 0)
+    return {**counts, "unknown": sum(r.unknown for r in rows)}
+
+
+def _array_literal(values: list[int]) -> str:
+    """A Spark SQL array literal.
+
+    >>> _array_literal([3, 0, 7])
+    'array(3, 0, 7)'
+    """
+    return f"array({', '.join(str(v) for v in values)})"
