@@ -1,7 +1,8 @@
 """Benchmark: the applier on one PostgreSQL table, N events per micro-batch (default 100k).
 
 Creates a table of N rows (10 columns of mixed types), bootstraps it (the connector snapshots
-the N rows), runs `cdcmirror mirror --available-now` with max_events_per_batch = N, then
+the N rows), runs `cdcmirror mirror --available-now` with max_events_per_batch = 2N (room for the
+transaction markers, which take offsets: the N events in one batch), then
 updates every row and mirrors again: the first batch is N inserts into an empty table, the
 second N updates MERGEd into a table of N rows. Prints events/s of each batch and the time
 of each phase of the applier (decode + dedupe + classify, MERGE). With several formats
@@ -50,6 +51,7 @@ def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
 
     consumer = Consumer({"bootstrap.servers": services.KAFKA, "group.id": services.unique("b")})
     deadline = time.monotonic() + timeout
+    last = -1
     try:
         while time.monotonic() < deadline:
             try:
@@ -57,8 +59,10 @@ def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
             except Exception:  # the topic does not exist yet
                 low, high = 0, 0
             if high - low >= count:
-                return
-            time.sleep(2)
+                if high == last:  # quiet for a poll: Debezium's last transaction is in
+                    return
+                last = high
+            time.sleep(3)
     finally:
         consumer.close()
     raise SystemExit(f"{topic}: fewer than {count} events after {timeout:.0f}s")
@@ -87,7 +91,8 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
         services.publish_schema(conn, schema)
     env = {
         **services.schema_source_env(schema),
-        "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(n),
+        # room for the transaction markers (they take offsets): the N events in one batch
+        "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(2 * n),
         "CDCMIRROR_KAFKA__FORMAT": kafka_format,
         "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
     }

@@ -220,7 +220,10 @@ def test_random_workload_with_key_change_chains_and_big_values(
 ) -> None:
     """5,000 operations with chains of key changes and updates that leave big values alone,
     mirrored in one batch and in batches of 400 events."""
-    settings: dict[str, object] = {"max_events_per_batch": batch} if batch else {}
+    # the one batch is read by tasks of 700 events: a Kafka partition split across tasks
+    settings: dict[str, object] = (
+        {"max_events_per_batch": batch} if batch else {"events_per_task": 700}
+    )
     for m in maria_mirrored(spark_world, 300, chains=True, mirror_settings=settings):
         sc.acceptance_run(m, 5000, batch)
 

@@ -161,7 +161,10 @@ def test_random_workload_with_key_change_chains_and_out_of_line_toast(
 ) -> None:
     """5,000 operations with chains of key changes and updates that leave big incompressible
     (out-of-line TOAST) values alone, mirrored in one batch and in batches of 400 events."""
-    settings: dict[str, object] = {"max_events_per_batch": batch} if batch else {}
+    # the one batch is read by tasks of 700 events: a Kafka partition split across tasks
+    settings: dict[str, object] = (
+        {"max_events_per_batch": batch} if batch else {"events_per_task": 700}
+    )
     for m in mirrored(spark_world, "json", 300, chains=True, mirror_settings=settings):
         with services.pg_connect() as conn:
             stored = conn.execute(

@@ -156,6 +156,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             str(config.get("mirror", "trigger")),
             available_now,
             int(config.get("mirror", "max_events_per_batch")),
+            int(config.get("mirror", "events_per_task")),
         )
         with (
             LeaseRenewal(catalog, identifiers, me, query) as renewal,

@@ -129,7 +129,8 @@ class Applier:
         if self.options.registry is not None:
             raw, df = df, self._from_avro(df).persist()
         try:
-            summary = self._summary(df)
+            summary = self._summary(df)  # reads the Kafka batch (and caches it)
+            read_seconds = time.monotonic() - started
             work = []
             for topic, parts in summary.items():
                 table = self.tables.get(topic)
@@ -156,9 +157,10 @@ class Applier:
             if every and batch_id > 0 and batch_id % every == 0:
                 self._maintain()
             logger.info(
-                "batch %d done in %.2fs (decode, apply, dead letters)",
+                "batch %d done in %.2fs (read and summary %.2fs, then decode, apply, dead letters)",
                 batch_id,
                 time.monotonic() - started,
+                read_seconds,
             )
         finally:
             df.unpersist()
@@ -244,7 +246,7 @@ class Applier:
             )
             decoded = self._decode(events, table).persist()
             try:
-                dead = self._apply_decoded(decoded, batch_id, table, stats)
+                dead = self._apply_decoded(decoded, events, batch_id, table, stats)
             finally:
                 decoded.unpersist()
                 stats.table_seconds = time.monotonic() - started
@@ -278,7 +280,7 @@ class Applier:
         )
 
     def _apply_decoded(
-        self, decoded: Any, batch_id: int, table: MirrorTable, stats: TableStats
+        self, decoded: Any, raw: Any, batch_id: int, table: MirrorTable, stats: TableStats
     ) -> Any:
         props = batch_summary(
             self.query_id or "", batch_id, table.topic, stats.starts, stats.offsets
@@ -293,6 +295,7 @@ class Applier:
             self.options.fail_on_dead_letter,
             self._tombstones,
             self._remember,
+            raw,
         )
         return apply_decoded(batch, decoded)
 

@@ -4,7 +4,17 @@ mirror's structured batch log line (one JSON object per table and batch)."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+PHASES = ("decode", "truncate", "dedupe_classify", "counts", "merge", "tombstones")
+"""The phases of applying one table's batch, in order, as ``phase_seconds`` names them:
+``decode`` (the JSON/Avro decode and one aggregate over it: counts, bounds, truncates),
+``dedupe_classify`` (newest event per key, joined with the stored positions), ``counts``
+(the classified actions counted), ``merge`` (the MERGE into the table, with its commit),
+``tombstones`` (the MERGE into the tombstone table)."""
 
 
 @dataclass
@@ -18,7 +28,7 @@ class TableStats:
     stale: int = 0
     dead_lettered: int = 0
     truncates: int = 0
-    merge_seconds: float = 0.0
+    merge_seconds: float = 0.0  # the MERGE (or append) of the table's rows, with its commit
     table_seconds: float = 0.0  # everything for this table: decode, dedupe, classify, write
     # at the table's commit, from the source commit time of the batch's applicable events:
     # the newest event's delay, the median event's and the oldest event's
@@ -29,6 +39,27 @@ class TableStats:
     starts: dict[int, int] = field(default_factory=dict)  # partition -> first offset
     stopped: str | None = None
     suspect_uuids: int = 0  # MariaDB UUID values that may have arrived shifted
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # PHASES that ran
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Adds the time of the ``with`` block to ``phase_seconds[name]``.
+
+        >>> s = TableStats("t")
+        >>> with s.phase("merge"):
+        ...     pass
+        >>> list(s.phase_seconds)
+        ['merge']
+        """
+        assert name in PHASES, name
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            spent = time.monotonic() - started
+            self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + spent
+            if name == "merge":
+                self.merge_seconds = self.phase_seconds[name]
 
     def committed(
         self, now: float, newest_us: int | None, median_us: int | None, oldest_us: int | None
@@ -58,6 +89,9 @@ class TableStats:
         out["starts"] = {str(k): v for k, v in self.starts.items()}
         out["merge_seconds"] = round(self.merge_seconds, 3)
         out["table_seconds"] = round(self.table_seconds, 3)
+        out["phase_seconds"] = {
+            k: round(self.phase_seconds[k], 3) for k in PHASES if k in self.phase_seconds
+        }
         for name in ("lag_seconds", "lag_p50_seconds", "lag_max_seconds"):
             if out[name] is not None:
                 out[name] = round(out[name], 3)

@@ -20,13 +20,17 @@ DEAD_LETTER_COLUMNS = (
     "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP, "
     f"headers {HEADERS_TYPE}"
 )
-KAFKA_COLUMNS = ("_topic", "_partition", "_offset", "_key", "_value", "_headers")  # decoded
-UNKNOWN_TOAST_REASON = (
-    "concat('unchanged TOAST value of column(s) ', _columns, ' is known neither in "
-    "this batch nor in the mirror (the row came through a key change or is not "
-    "stored); the row is left out: `cdcmirror reconcile --deep` lists its key and "
-    "`cdcmirror repair --keys-from` re-reads it')"
-)
+
+
+def unknown_toast_reason(columns: str) -> str:
+    """SQL text: the dead-letter reason of an event whose unchanged TOAST value is known
+    nowhere (``columns``: SQL text naming the columns)."""
+    return (
+        f"concat('unchanged TOAST value of column(s) ', {columns}, ' is known neither in "
+        "this batch nor in the mirror (the row came through a key change or is not "
+        "stored); the row is left out: `cdcmirror reconcile --deep` lists its key and "
+        "`cdcmirror repair --keys-from` re-reads it')"
+    )
 
 
 def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> None:
@@ -41,23 +45,28 @@ def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> Non
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS (headers {HEADERS_TYPE})")
 
 
-def decoded_dead(bad: Any, table: MirrorTable, fail: bool) -> Any:
-    """Decoded events with ``_error`` as dead-letter rows; ``fail`` (``dead_letter =
-    "fail"``): the first one stops the job instead."""
+def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
+    """Decoded events with ``_error`` as dead-letter rows, with their Kafka key and value
+    from ``raw`` (the table's Kafka records of the batch: the decoded events do not carry
+    them, so the cached batch holds each value once); ``fail`` (``dead_letter = "fail"``):
+    the first one stops the job instead."""
     if fail:
         first = bad.orderBy("_partition", "_offset").first()
         raise MirrorError(
-            f"{table.identifier}: event at {first._topic} partition {first._partition} "
+            f"{table.identifier}: event at {table.topic} partition {first._partition} "
             f"offset {first._offset} cannot be applied: {first._error} "
             '(mirror.dead_letter = "fail")'
         )
-    return bad.selectExpr(
-        "_topic AS topic",
-        "_partition AS partition",
-        "_offset AS offset",
-        "_key AS key",
-        "_value AS value",
-        "_headers AS headers",
+    errors = bad.selectExpr("_partition AS _p", "_offset AS _o", "_error")
+    return raw.join(
+        errors, (raw["partition"] == errors["_p"]) & (raw["offset"] == errors["_o"])
+    ).selectExpr(
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value",
+        "headers",
         "_error AS error",
         f"'{table.identifier}' AS table_name",
     )
@@ -79,24 +88,22 @@ def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
     )
 
 
-def unknown_toast_dead(
-    table: MirrorTable, changes: Any, events: Any, fail: bool
-) -> tuple[Any, int]:
+def unknown_toast_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool) -> tuple[Any, int]:
     """The events whose unchanged TOAST value the mirror cannot know, as dead letters
-    (never written as NULL), and how many; called when the batch has some."""
-    unknown = changes.where(unknown_sql(table)).selectExpr(
-        "_partition AS _p", "_offset AS _o", f"{unknown_columns_sql(table)} AS _columns"
+    (never written as NULL), and how many; called when the batch has some. ``raw``: the
+    table's Kafka records of the batch."""
+    bad = changes.where(unknown_sql(table)).selectExpr(
+        "_partition",
+        "_offset",
+        f"{unknown_toast_reason(unknown_columns_sql(table))} AS _error",
     )
-    bad = events.join(
-        unknown, (events["_partition"] == unknown["_p"]) & (events["_offset"] == unknown["_o"])
-    ).selectExpr(*KAFKA_COLUMNS, f"{UNKNOWN_TOAST_REASON} AS _error")
-    found = int(unknown.count())
+    found = int(bad.count())
     logger.error(
         "%s: %d event(s) with unknown unchanged TOAST values dead-lettered",
         table.identifier,
         found,
     )
-    return decoded_dead(bad, table, fail), found
+    return decoded_dead(bad, table, fail, raw), found
 
 
 def write_dead_letters(

@@ -56,6 +56,12 @@ class TableBatch:
     fail_on_dead_letter: bool
     tombstones: TombstoneTables
     remember: Callable[[MirrorTable], None]  # the table's new truncate mark
+    raw: Any  # the table's Kafka records of the batch (dead letters keep their key and value)
+
+    @property
+    def target(self) -> str:
+        """The table's Spark name."""
+        return spark_name(self.table.identifier)
 
     @property
     def view(self) -> str:
@@ -68,7 +74,8 @@ class TableBatch:
 def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     """Apply the decoded events; the batch's dead letters of this table (or None)."""
     table, stats = tb.table, tb.stats
-    agg = _aggregate(decoded, table)
+    with stats.phase("decode"):
+        agg = _aggregate(decoded, table)
     bounds = bounds_of(table, agg.asDict())
     source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
     stats.dead_lettered = agg.bad
@@ -76,17 +83,18 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     if agg.suspect_uuids:
         report_suspect_uuids(decoded, table, agg.suspect_uuids)
     bad = decoded.where("_error IS NOT NULL")
-    dead = decoded_dead(bad, table, tb.fail_on_dead_letter) if stats.dead_lettered else None
+    dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw) if stats.dead_lettered else None
     applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
-    truncated_at = _truncate(tb, agg)
+    with stats.phase("truncate"):
+        truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
         applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
-    started = time.monotonic()
     if table.mode == "append" or not table.key:
         applied.createOrReplaceTempView(tb.view + "_events")
         try:
-            tb.commit(append_merge_sql(table, spark_name(table.identifier), tb.view + "_events"))
+            with stats.phase("merge"):
+                tb.commit(append_merge_sql(table, tb.target, tb.view + "_events"))
         finally:
             tb.spark.catalog.dropTempView(tb.view + "_events")
         stats.inserts = applied.count() if truncated_at else agg.applied
@@ -96,7 +104,6 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
         finally:
             for suffix in VIEWS:
                 tb.spark.catalog.dropTempView(tb.view + suffix)
-    stats.merge_seconds = time.monotonic() - started
     stats.committed(time.time(), *source_us)
     return dead
 
@@ -142,13 +149,12 @@ def _truncate(tb: TableBatch, agg: Any) -> list[int]:
     batch_mark = [int(x) for x in agg.truncated_at]
     truncated_at = later_mark(truncated_at, batch_mark, source_length(table.dialect))
     ts_us = agg.truncated_ts if truncated_at == batch_mark else table.truncated_ts_us
-    target = spark_name(table.identifier)
     tb.commit(
-        f"ALTER TABLE {target} SET TBLPROPERTIES "
+        f"ALTER TABLE {tb.target} SET TBLPROPERTIES "
         f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
         f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
     )
-    tb.commit(truncate_sql(table, target, _array_literal(truncated_at), tb.soft))
+    tb.commit(truncate_sql(table, tb.target, _array_literal(truncated_at), tb.soft))
     tb.remember(replace(table, truncated_at=tuple(truncated_at), truncated_ts_us=ts_us))
     return truncated_at
 
@@ -156,8 +162,35 @@ def _truncate(tb: TableBatch, agg: Any) -> list[int]:
 def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: Any) -> Any:
     """Dedupe, classify, MERGE and record tombstones; the dead letters so far and those of
     unknown unchanged TOAST values."""
-    spark, table, view, stats = tb.spark, tb.table, tb.view, tb.stats
-    target = spark_name(table.identifier)
+    spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
+    with stats.phase("dedupe_classify"):
+        changes = _classified(tb, applied, agg, bounds)
+    with stats.phase("counts"):
+        counts = _count_actions(table, changes, agg, stats)
+        if counts.get("unknown"):
+            unknown, found = unknown_toast_dead(table, changes, tb.raw, tb.fail_on_dead_letter)
+            stats.dead_lettered += found
+            dead = unknown if dead is None else dead.unionByName(unknown)
+    if stats.inserts or stats.updates or stats.deletes:
+        effective = changes.where(
+            f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
+        )
+        effective.createOrReplaceTempView(view + "_effective")
+        with stats.phase("merge"):
+            tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), fault=True)
+    # After the MERGE: a crash in between is healed by the re-run of this batch, which
+    # finds the row gone and records the tombstone then ("absent").
+    tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
+    if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
+        with stats.phase("tombstones"):
+            tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds))
+    return dead
+
+
+def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> Any:
+    """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``),
+    as the view ``<view>_changes``."""
+    spark, table, view, target = tb.spark, tb.table, tb.view, tb.target
     events = applied
     if applies_at_create(table):
         applied.createOrReplaceTempView(view + "_decoded")
@@ -178,22 +211,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
         classify_sql(table, view + "_deduped", target, tombstones, tb.soft, bounds)
     ).localCheckpoint(eager=True)
     changes.createOrReplaceTempView(view + "_changes")
-    counts = _count_actions(table, changes, agg, stats)
-    if counts.get("unknown"):
-        unknown, found = unknown_toast_dead(table, changes, applied, tb.fail_on_dead_letter)
-        stats.dead_lettered += found
-        dead = unknown if dead is None else dead.unionByName(unknown)
-    if stats.inserts or stats.updates or stats.deletes:
-        effective = changes.where(
-            f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
-        )
-        effective.createOrReplaceTempView(view + "_effective")
-        tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), fault=True)
-    # After the MERGE: a crash in between is healed by the re-run of this batch, which
-    # finds the row gone and records the tombstone then ("absent").
-    if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
-        tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds))
-    return dead
+    return changes
 
 
 def _count_actions(table: MirrorTable, changes: Any, agg: Any, stats: TableStats) -> dict[str, int]:
