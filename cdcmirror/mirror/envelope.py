@@ -85,10 +85,12 @@ def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 
 
-NOT_UTF8_SQL = (
-    "IF(value IS NULL OR is_valid_utf8(CAST(value AS STRING)), NULL, "
-    "'the value is not UTF-8 text (JSON must be)')"
-)
+UTF8 = "_utf8"
+"""A column of the batch's Kafka rows (JSON formats): the value is NULL or UTF-8 text
+(``UTF8_SQL``), checked once per event when the batch is read, then used by the batch
+summary and the decode."""
+UTF8_SQL = "value IS NULL OR is_valid_utf8(CAST(value AS STRING))"
+NOT_UTF8_SQL = f"IF({UTF8}, NULL, 'the value is not UTF-8 text (JSON must be)')"
 """The decode error of a JSON value whose bytes are not UTF-8: Spark would read each bad byte
 as U+FFFD, and text values would be stored with it."""
 

@@ -20,6 +20,7 @@ from typing import Any
 from cdcmirror.bootstrap.plan import is_widening
 from cdcmirror.cdc_columns import PREFIX
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
+from cdcmirror.mirror.envelope import UTF8
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 
 
@@ -122,7 +123,8 @@ PAYLOAD_MARK = ',"payload":'
 
 
 def distinct_schemas_sql(kind: str) -> str:
-    """Aggregate over a batch's Kafka rows: the distinct row schemas, as text or ids.
+    """Aggregate over a batch's Kafka rows (JSON: with the ``envelope.UTF8`` column): the
+    distinct row schemas, as text or ids.
 
     ``kind``: ``avro`` (schema ids of the events that decode), ``json`` (the converter's
     ``{"schema":...`` part, which it writes before the payload), ``schemaless`` (the JSON
@@ -132,7 +134,7 @@ def distinct_schemas_sql(kind: str) -> str:
     if kind == "avro":
         return "collect_set(IF(_decode_error IS NULL AND _json IS NOT NULL, _schema_id, NULL))"
     value = "CAST(value AS STRING)"
-    text = f"IF(is_valid_utf8({value}), {value}, NULL)"  # else a dead letter, no schema
+    text = f"IF({UTF8}, {value}, NULL)"  # else a dead letter, no schema
     if kind == "json":
         return f"collect_set(substring_index({text}, '{PAYLOAD_MARK}', 1))"
     row = f"coalesce(get_json_object({text}, '$.after'), get_json_object({text}, '$.before'))"

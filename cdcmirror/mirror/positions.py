@@ -10,6 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def position_literal(position: Sequence[int]) -> str:
+    """A position as a Spark SQL literal (``ARRAY<BIGINT>``, the type of ``_cdc_position``).
+
+    >>> position_literal([3, 0, 7])
+    'array(3L, 0L, 7L)'
+    """
+    return f"array({', '.join(f'{int(x)}L' for x in position)})"
+
+
 def later_mark(stored: Sequence[int], batch: Sequence[int], n: int) -> list[int]:
     """The truncate mark to keep: the later of the stored one and the batch's, by source part.
 
@@ -92,7 +101,7 @@ def behind_truncate_sql(mark: Sequence[int], mark_ts_us: int | None, n: int) -> 
     """
     if not mark or mark_ts_us is None:
         return "0"
-    literal = f"array({', '.join(f'{int(x)}L' for x in mark)})"
+    literal = position_literal(mark)
     gap = went_backwards_sql(
         "_cdc_position", "_cdc_source_ts", literal, f"timestamp_micros({int(mark_ts_us)}L)", n
     )

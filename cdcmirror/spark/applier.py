@@ -32,6 +32,8 @@ from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     JSON_OPTIONS,
     NOT_UTF8_SQL,
+    UTF8,
+    UTF8_SQL,
     checked_exprs,
     decoded_exprs,
     envelope_ddl,
@@ -124,6 +126,8 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
+        if self.options.registry is None:  # JSON: checked once, for summary and decode
+            df = df.withColumn(UTF8, _expr(UTF8_SQL))
         df = df.persist()
         raw = None
         if self.options.registry is not None:
@@ -139,7 +143,7 @@ class Applier:
                 work.append((table, parts))
             with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
                 futures = [
-                    pool.submit(self._apply_table, df, batch_id, table, parts)
+                    pool.submit(self._apply_counted, df, batch_id, table, parts)
                     for table, parts in work
                 ]
                 results = [f.result() for f in futures]
@@ -220,6 +224,22 @@ class Applier:
         return out
 
     # -- one table ---------------------------------------------------------------------
+    def _apply_counted(
+        self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]
+    ) -> tuple[TableStats, Any]:
+        """``_apply_table`` in a Spark job group of its own (the job group is per thread):
+        the batch line counts the table's Spark jobs (``spark_jobs``)."""
+        sc = self.batch_spark.sparkContext
+        group = f"cdcmirror-{batch_id}-{table.identifier}"
+        sc.setJobGroup(group, f"cdcmirror batch {batch_id}: {table.identifier}")
+        try:
+            stats, dead = self._apply_table(df, batch_id, table, parts)
+            stats.spark_jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+            return stats, dead
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+
     def _apply_table(
         self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]
     ) -> tuple[TableStats, Any]:

@@ -40,6 +40,7 @@ class TableStats:
     stopped: str | None = None
     suspect_uuids: int = 0  # MariaDB UUID values that may have arrived shifted
     phase_seconds: dict[str, float] = field(default_factory=dict)  # PHASES that ran
+    spark_jobs: int = 0  # the Spark jobs of the table's work (decode to tombstones)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

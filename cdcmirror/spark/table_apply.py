@@ -30,7 +30,12 @@ from cdcmirror.mirror.merge_sql import (
     tombstone_merge_sql,
     truncate_sql,
 )
-from cdcmirror.mirror.positions import behind_truncate_sql, history_restarted_message, later_mark
+from cdcmirror.mirror.positions import (
+    behind_truncate_sql,
+    history_restarted_message,
+    later_mark,
+    position_literal,
+)
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY, MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
 from cdcmirror.spark.batch_stats import TableStats
@@ -89,7 +94,7 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
         truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
-        applied = applied.where(newer("_cdc_position", _array_literal(truncated_at), n))
+        applied = applied.where(newer("_cdc_position", position_literal(truncated_at), n))
     if table.mode == "append" or not table.key:
         applied.createOrReplaceTempView(tb.view + "_events")
         try:
@@ -154,7 +159,7 @@ def _truncate(tb: TableBatch, agg: Any) -> list[int]:
         f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
         f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
     )
-    tb.commit(truncate_sql(table, tb.target, _array_literal(truncated_at), tb.soft))
+    tb.commit(truncate_sql(table, tb.target, position_literal(truncated_at), tb.soft))
     tb.remember(replace(table, truncated_at=tuple(truncated_at), truncated_ts_us=ts_us))
     return truncated_at
 
@@ -239,12 +244,3 @@ def _count_actions(table: MirrorTable, changes: Any, agg: Any, stats: TableStats
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
     return {**counts, "unknown": sum(r.unknown for r in rows)}
-
-
-def _array_literal(values: list[int]) -> str:
-    """A Spark SQL array literal.
-
-    >>> _array_literal([3, 0, 7])
-    'array(3, 0, 7)'
-    """
-    return f"array({', '.join(str(v) for v in values)})"
