@@ -48,4 +48,5 @@ def main(count: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    with services.forgetting_made():
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)

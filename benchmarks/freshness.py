@@ -199,9 +199,10 @@ def wait_until(done: Any, timeout: float, job: MirrorJob) -> None:
 
 
 if __name__ == "__main__":
-    main(
-        [int(t) for t in (sys.argv[1] if len(sys.argv) > 1 else "1,10,60").split(",")],
-        int(sys.argv[2]) if len(sys.argv) > 2 else 180,
-        int(sys.argv[3]) if len(sys.argv) > 3 else 200,
-        int(sys.argv[4]) if len(sys.argv) > 4 else 0,
-    )
+    with services.forgetting_made():
+        main(
+            [int(t) for t in (sys.argv[1] if len(sys.argv) > 1 else "1,10,60").split(",")],
+            int(sys.argv[2]) if len(sys.argv) > 2 else 180,
+            int(sys.argv[3]) if len(sys.argv) > 3 else 200,
+            int(sys.argv[4]) if len(sys.argv) > 4 else 0,
+        )

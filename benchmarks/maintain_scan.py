@@ -66,4 +66,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with services.forgetting_made():
+        main()

@@ -134,7 +134,8 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
-    main(
-        int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
-        sys.argv[2].split(",") if len(sys.argv) > 2 else ["json"],
-    )
+    with services.forgetting_made():
+        main(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+            sys.argv[2].split(",") if len(sys.argv) > 2 else ["json"],
+        )

@@ -165,7 +165,8 @@ def main(sizes: list[int], changes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(
-        [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [100_000, 1_000_000],
-        int(sys.argv[2]) if len(sys.argv) > 2 else 10_000,
-    )
+    with services.forgetting_made():
+        main(
+            [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [100_000, 1_000_000],
+            int(sys.argv[2]) if len(sys.argv) > 2 else 10_000,
+        )

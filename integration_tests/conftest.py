@@ -28,6 +28,7 @@ def stack() -> Iterator[Stack]:
     if bad:
         pytest.fail(f"stack not healthy: {bad}")
     yield st
+    services.forget_made()
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer
 from cdcmirror import paths
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
+from cdcmirror.stack.health import delete_topics, topics_named
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_USER = "cdcmirror_admin"
@@ -28,8 +29,49 @@ KAFKA = "127.0.0.1:9092"
 CONNECT = "http://127.0.0.1:8083"
 
 
+# every name unique() made in this process: the Kafka topics and connectors named after them
+# are removed when the process is done with them (forget_made)
+MADE: list[str] = []
+
+
 def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    MADE.append(name)
+    return name
+
+
+@contextmanager
+def forgetting_made() -> Iterator[None]:
+    """For scripts (benchmarks, chaos): forget_made() when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        forget_made()
+
+
+def forget_made() -> None:
+    """Delete the connectors and Kafka topics named after names this process made.
+
+    Left behind, a test run's topics pile up in the stack's broker from run to run (hundreds
+    of partitions, gigabytes), and a broker killed by a chaos fault recovers each of them
+    before it listens again.
+    """
+    made = tuple(MADE)
+    client = ConnectClient(CONNECT)
+    for connector in client.names():
+        if any(name in connector for name in made):
+            client.delete(connector)
+    topics = [t for t in topics_named(KAFKA, "", []) if t.startswith(made)]
+    delete_topics(KAFKA, topics, timeout=120)
+    try:
+        with pg_connect() as conn:
+            slots = [r[0] for r in conn.execute("SELECT slot_name FROM pg_replication_slots")]
+    except psycopg.OperationalError:
+        slots = []  # a run without PostgreSQL made no slot
+    for slot in slots:
+        if any(name in slot for name in made):
+            drop_slot(slot)
+    MADE.clear()
 
 
 def pg_connect(dbname: str = TEST_DATABASE) -> psycopg.Connection[Any]:
@@ -156,7 +198,7 @@ def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
                 if msg is None or msg.error():
                     idle += 1
                     continue
-                idle, offset = 0, msg.offset()
+                idle, offset = 0, msg.offset() or 0
                 records.append((msg.key(), msg.value()))
     finally:
         consumer.close()
@@ -229,7 +271,7 @@ def wait_topic_quiet(topic: str, quiet: float = 6.0, timeout: float = 300.0) -> 
 
 
 def create_topic(topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": KAFKA})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
@@ -255,9 +297,10 @@ def partition_of_keys(topic: str, timeout: float = 60.0) -> dict[int, int]:
                 if msg is None or msg.error():
                     idle += 1
                     continue
-                idle, offset = 0, msg.offset()
-                if msg.key():
-                    out[int(json.loads(msg.key())["payload"]["id"])] = p
+                idle, offset = 0, msg.offset() or 0
+                key = msg.key()
+                if key:
+                    out[int(json.loads(key)["payload"]["id"])] = p
     finally:
         consumer.close()
     return out

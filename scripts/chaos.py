@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from integration_tests import services
 from integration_tests.chaos import Chaos
 from integration_tests.chaos_world import maria_side, pg_side
 
@@ -56,4 +57,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with services.forgetting_made():
+        code = main()
+    sys.exit(code)

@@ -6,7 +6,6 @@ import logging
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,10 @@ STACK_GROUPS = (
     "apicurio-converter",
     "apicurio-registry",
 )
+# seconds without a new line in the part's log before its start-up counts as stuck, and the
+# most it may take while it keeps logging (a killed broker recovers every partition first)
 START_TIMEOUT = {"kafka": 90.0, "connect": 150.0, "registry": 120.0}
+START_CAP = {"kafka": 900.0, "connect": 300.0, "registry": 240.0}
 Progress = Callable[[str], None]
 
 
@@ -174,20 +176,24 @@ class Stack:
             )
 
     def _wait_healthy(self, part: StackPart, pid: int) -> None:
-        deadline = time.monotonic() + START_TIMEOUT[part.name]
-        while time.monotonic() < deadline:
-            if not processes.alive(pid):
-                raise StackError(
-                    f"{part.name} exited during start-up; log {self.log_file(part)}, last "
-                    f"lines:\n{processes.tail(self.log_file(part))}"
-                )
-            if self.healthy(part):
-                return
-            time.sleep(1.0)
+        quiet, cap = START_TIMEOUT[part.name], START_CAP[part.name]
+        log_file = self.log_file(part)
+        outcome = processes.wait_ready(pid, log_file, lambda: self.healthy(part), quiet, cap)
+        if outcome == "ready":
+            return
+        if outcome == "exited":
+            raise StackError(
+                f"{part.name} exited during start-up; log {log_file}, last "
+                f"lines:\n{processes.tail(log_file)}"
+            )
+        why = (
+            f"wrote nothing to its log for {quiet:.0f}s"
+            if outcome == "quiet"
+            else f"was still starting after {cap:.0f}s"
+        )
         raise StackError(
-            f"{part.name} (pid {pid}) did not become healthy within "
-            f"{START_TIMEOUT[part.name]:.0f}s; log {self.log_file(part)}, last lines:\n"
-            f"{processes.tail(self.log_file(part))}"
+            f"{part.name} (pid {pid}) did not become healthy: it {why}; log {log_file}, "
+            f"last lines:\n{processes.tail(log_file)}"
         )
 
     # -- down -------------------------------------------------------------------------------

@@ -85,6 +85,8 @@ def broker_properties(data_dir: Path) -> str:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "log.retention.hours": "168",
+            # after a crash every partition is recovered before the broker listens
+            "num.recovery.threads.per.data.dir": "4",
         }
     )
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -112,6 +113,41 @@ def _reap(pid: int) -> None:
 
 def alive(pid: int) -> bool:
     return not _is_zombie(pid)
+
+
+def wait_ready(
+    pid: int, log_file: Path, ready: Callable[[], bool], quiet: float, cap: float
+) -> str:
+    """Wait until ``ready()``; "ready", "exited", "quiet" (no new log output for ``quiet``
+    seconds) or "cap" (still writing its log after ``cap`` seconds).
+
+    A broker killed with hundreds of partitions recovers each one before it listens, which
+    can take minutes on a slow disk; it writes a log line per partition meanwhile. So the
+    patience runs out when the log stops moving, not at a fixed time.
+    """
+    start = time.monotonic()
+    last_size, last_change = _size(log_file), start
+    while True:
+        if not alive(pid):
+            return "exited"
+        if ready():
+            return "ready"
+        now = time.monotonic()
+        size = _size(log_file)
+        if size != last_size:
+            last_size, last_change = size, now
+        if now - last_change > quiet:
+            return "quiet"
+        if now - start > cap:
+            return "cap"
+        time.sleep(min(1.0, quiet / 10))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def tail(path: Path, lines: int = 20) -> str:
