@@ -20,6 +20,8 @@ DEAD_LETTER_COLUMNS = (
     "table_name STRING, query_id STRING, batch_id BIGINT, dead_lettered_at TIMESTAMP, "
     f"headers {HEADERS_TYPE}"
 )
+# what a dead letter keeps of its Kafka record
+RECORD_COLUMNS = ("topic", "partition", "offset", "key", "value", "headers")
 
 
 def unknown_toast_reason(columns: str) -> str:
@@ -60,16 +62,7 @@ def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
     errors = bad.selectExpr("_partition AS _p", "_offset AS _o", "_error")
     return raw.join(
         errors, (raw["partition"] == errors["_p"]) & (raw["offset"] == errors["_o"])
-    ).selectExpr(
-        "topic",
-        "partition",
-        "offset",
-        "key",
-        "value",
-        "headers",
-        "_error AS error",
-        f"'{table.identifier}' AS table_name",
-    )
+    ).selectExpr(*RECORD_COLUMNS, "_error AS error", f"'{table.identifier}' AS table_name")
 
 
 def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
@@ -77,12 +70,7 @@ def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
     from pyspark.sql import functions as F
 
     return events.select(
-        F.col("topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.col("key"),
-        F.col("value"),
-        F.col("headers"),
+        *RECORD_COLUMNS,
         F.lit(error).alias("error"),
         F.lit(table.identifier).alias("table_name"),
     )

@@ -90,8 +90,7 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     bad = decoded.where("_error IS NOT NULL")
     dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw) if stats.dead_lettered else None
     applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
-    with stats.phase("truncate"):
-        truncated_at = _truncate(tb, agg)
+    truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
         applied = applied.where(newer("_cdc_position", position_literal(truncated_at), n))
@@ -154,12 +153,13 @@ def _truncate(tb: TableBatch, agg: Any) -> list[int]:
     batch_mark = [int(x) for x in agg.truncated_at]
     truncated_at = later_mark(truncated_at, batch_mark, source_length(table.dialect))
     ts_us = agg.truncated_ts if truncated_at == batch_mark else table.truncated_ts_us
-    tb.commit(
-        f"ALTER TABLE {tb.target} SET TBLPROPERTIES "
-        f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
-        f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
-    )
-    tb.commit(truncate_sql(table, tb.target, position_literal(truncated_at), tb.soft))
+    with tb.stats.phase("truncate"):
+        tb.commit(
+            f"ALTER TABLE {tb.target} SET TBLPROPERTIES "
+            f"('{TRUNCATED_PROPERTY}' = '{json.dumps(truncated_at)}', "
+            f"'{TRUNCATED_TS_PROPERTY}' = '{ts_us if ts_us is not None else ''}')"
+        )
+        tb.commit(truncate_sql(table, tb.target, position_literal(truncated_at), tb.soft))
     tb.remember(replace(table, truncated_at=tuple(truncated_at), truncated_ts_us=ts_us))
     return truncated_at
 
