@@ -61,7 +61,8 @@ def forget_made() -> None:
     for connector in client.names():
         if any(name in connector for name in made):
             client.delete(connector)
-    topics = [t for t in topics_named(KAFKA, "", []) if t.startswith(made)]
+    # the source's topics start with the name; MySQL's schema history ends with it
+    topics = [t for t in topics_named(KAFKA, "", []) if any(name in t for name in made)]
     delete_topics(KAFKA, topics, timeout=120)
     try:
         with pg_connect() as conn:
