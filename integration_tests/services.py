@@ -29,8 +29,8 @@ KAFKA = "127.0.0.1:9092"
 CONNECT = "http://127.0.0.1:8083"
 
 
-# every name unique() made in this process: the Kafka topics and connectors named after them
-# are removed when the process is done with them (forget_made)
+# every name unique() made in this process: the connectors, Kafka topics and replication
+# slots named after them are removed when the process is done with them (forget_made)
 MADE: list[str] = []
 
 
@@ -50,7 +50,8 @@ def forgetting_made() -> Iterator[None]:
 
 
 def forget_made() -> None:
-    """Delete the connectors and Kafka topics named after names this process made.
+    """Delete the connectors, Kafka topics and replication slots named after names this
+    process made.
 
     Left behind, a test run's topics pile up in the stack's broker from run to run (hundreds
     of partitions, gigabytes), and a broker killed by a chaos fault recovers each of them

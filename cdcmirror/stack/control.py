@@ -29,7 +29,7 @@ STACK_GROUPS = (
 )
 # seconds without a new line in the part's log before its start-up counts as stuck, and the
 # most it may take while it keeps logging (a killed broker recovers every partition first)
-START_TIMEOUT = {"kafka": 90.0, "connect": 150.0, "registry": 120.0}
+START_QUIET = {"kafka": 90.0, "connect": 150.0, "registry": 120.0}
 START_CAP = {"kafka": 900.0, "connect": 300.0, "registry": 240.0}
 Progress = Callable[[str], None]
 
@@ -176,7 +176,7 @@ class Stack:
             )
 
     def _wait_healthy(self, part: StackPart, pid: int) -> None:
-        quiet, cap = START_TIMEOUT[part.name], START_CAP[part.name]
+        quiet, cap = START_QUIET[part.name], START_CAP[part.name]
         log_file = self.log_file(part)
         outcome = processes.wait_ready(pid, log_file, lambda: self.healthy(part), quiet, cap)
         if outcome == "ready":
