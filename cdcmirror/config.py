@@ -53,6 +53,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "parallelism": "int",
         "connector_check_seconds": "int",
         "restart_failed_tasks": "bool",
+        "metrics_port": "int",
+        "metrics_host": "str",
     },
     "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
     "maintain": {
@@ -102,6 +104,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "parallelism": 4,
         "connector_check_seconds": 30,
         "restart_failed_tasks": True,
+        "metrics_port": 0,  # 0: no metrics endpoint
+        "metrics_host": "127.0.0.1",
     },
     "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
     "maintain": {
@@ -233,6 +237,15 @@ def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) ->
     return applied
 
 
+def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
+    port = values["mirror"]["metrics_port"]
+    if not 0 <= port <= 65535:
+        raise ConfigError(
+            f"mirror.metrics_port = {port} is not a TCP port; use 1-65535, or 0 for no "
+            "metrics endpoint"
+        )
+
+
 def load_config(
     path: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
@@ -272,6 +285,7 @@ def load_config(
             raise ConfigError(f"{source_file}: not valid TOML: {exc}") from exc
         _merge_file(values, data, str(source_file))
     applied = _merge_env(values, environ)
+    _check_ranges(values)
     base_dir = source_file.parent if source_file is not None else cwd
     return Config(
         values=values, base_dir=base_dir, source_file=source_file, overrides=tuple(applied)

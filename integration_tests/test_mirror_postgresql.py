@@ -28,6 +28,7 @@ from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
 from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
+from integration_tests.metrics_scenario import metrics_count_what_was_applied
 from integration_tests.mirror_env import (
     Source,
     Workload,
@@ -159,6 +160,10 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     assert mine[0]["merge_seconds"] == phases["merge"]
     assert 4 <= mine[0]["spark_jobs"] < 100, mine[0]
     pg.assert_same()
+
+
+def test_metrics_endpoint_counts_what_the_job_applied(pg: Mirrored) -> None:
+    metrics_count_what_was_applied(pg)
 
 
 @pytest.mark.parametrize("batch", [0, 400], ids=["one-batch", "small-batches"])

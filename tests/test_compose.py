@@ -45,3 +45,33 @@ def test_docker_compose_accepts_the_file() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_grafana_dashboard_asks_only_for_metrics_the_job_serves() -> None:
+    """Every metric a panel of compose/grafana/dashboards/cdcmirror.json queries is one that
+    ``cdcmirror.metrics`` exposes (a renamed metric would leave an empty panel)."""
+    import json
+    import re
+
+    from prometheus_client import generate_latest
+
+    from cdcmirror.metrics import MirrorMetrics
+    from cdcmirror.spark.batch_stats import TableStats
+
+    metrics = MirrorMetrics()
+    stats = TableStats("db.t", events=1, inserts=1, table_seconds=1.0)
+    stats.committed(2.0, 1_000_000, 1_000_000, 1_000_000)
+    metrics.batch_done([stats], 1.0)
+    metrics.batch_failed()
+    served = set(re.findall(r"^(cdcmirror_\w+)", generate_latest(metrics.registry).decode(), re.M))
+    dashboard = json.loads((COMPOSE.parent / "grafana/dashboards/cdcmirror.json").read_text())
+    asked = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"cdcmirror_\w+", target["expr"])
+    }
+    assert len(asked) >= 8, asked
+    assert asked <= served, asked - served
+    assert "host.docker.internal:9464" in (COMPOSE.parent / "prometheus.yml").read_text()
+    assert "./grafana/dashboards:/var/lib/grafana/dashboards" in COMPOSE.read_text()

@@ -100,3 +100,11 @@ def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
         load_config(environ={"CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "maybe"}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="keyless_tables = 'drop' is not one of append, skip"):
         load_config(environ={"CDCMIRROR_SOURCE__KEYLESS_TABLES": "drop"}, cwd=tmp_path)
+
+
+def test_metrics_port_must_be_a_port(tmp_path: Path) -> None:
+    assert load_config(environ={}, cwd=tmp_path).get("mirror", "metrics_port") == 0  # off
+    env = {"CDCMIRROR_MIRROR__METRICS_PORT": "9464"}
+    assert load_config(environ=env, cwd=tmp_path).get("mirror", "metrics_port") == 9464
+    with pytest.raises(ConfigError, match=r"mirror.metrics_port = 70000 is not a TCP port"):
+        load_config(environ={"CDCMIRROR_MIRROR__METRICS_PORT": "70000"}, cwd=tmp_path)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.config import Config
@@ -17,6 +17,9 @@ from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailable
 from cdcmirror.mirror.connector_watch import ConnectorWatch
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
+
+if TYPE_CHECKING:
+    from cdcmirror.metrics import MirrorMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +94,15 @@ class CatalogAccess:
         return evolved
 
 
-def build_applier(config: Config, catalog: Any, tables: list[MirrorTable], spark: Any) -> Any:
-    """The applier of ``tables`` as the mirror job configures it."""
+def build_applier(
+    config: Config,
+    catalog: Any,
+    tables: list[MirrorTable],
+    spark: Any,
+    metrics: MirrorMetrics | None = None,
+) -> Any:
+    """The applier of ``tables`` as the mirror job configures it; ``metrics`` counts its
+    batches."""
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.maintain.run import settings_of
@@ -118,6 +128,8 @@ def build_applier(config: Config, catalog: Any, tables: list[MirrorTable], spark
         if config.get("kafka", "format") == "avro"
         else None,
         source_health=source_health,
+        on_batch=metrics.batch_done if metrics else None,
+        on_failure=metrics.batch_failed if metrics else None,
     )
     return Applier(
         spark, {t.topic: t for t in tables}, options, CatalogHooks(access.reload, access.evolve)
@@ -140,9 +152,11 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     # until the query runs (its own handler then finishes the batch), SIGTERM ends the job
     # through `finally`, which gives the lease back
     previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+    server = None
     try:
+        metrics, server = serve_metrics(config)
         spark = build_spark_session(config, "cdcmirror-mirror")
-        applier = build_applier(config, catalog, tables, spark)
+        applier = build_applier(config, catalog, tables, spark, metrics)
         problem = applier.options.source_health()
         if problem:
             logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
@@ -169,6 +183,29 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     finally:
         signal.signal(signal.SIGTERM, previous)
         release(catalog, identifiers, me)
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def serve_metrics(config: Config) -> tuple[MirrorMetrics | None, Any]:
+    """The job's metrics and their HTTP server, when ``mirror.metrics_port`` is set."""
+    port = int(config.get("mirror", "metrics_port"))
+    if not port:
+        return None, None
+    from cdcmirror.metrics import MirrorMetrics
+
+    host = str(config.get("mirror", "metrics_host"))
+    metrics = MirrorMetrics()
+    try:
+        server = metrics.serve(host, port)
+    except OSError as exc:
+        raise ConfigError(
+            f"mirror.metrics_port: cannot serve metrics on {host}:{port} ({exc}); free the "
+            "port or choose another (0: no metrics endpoint)"
+        ) from exc
+    logger.info("metrics on http://%s:%d/metrics", host, port)
+    return metrics, server
 
 
 def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorWatch:

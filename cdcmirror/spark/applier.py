@@ -71,6 +71,10 @@ class ApplierOptions:
     registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
     # what is wrong with the source connector (FAILED, PAUSED), None when it runs
     source_health: Callable[[], str | None] | None = None
+    # told of each applied batch (its tables' stats and its seconds) and of each failed one:
+    # the job's metrics (cdcmirror/metrics.py)
+    on_batch: Callable[[list[TableStats], float], None] | None = None
+    on_failure: Callable[[], None] | None = None
 
 
 class CatalogHooks:
@@ -120,7 +124,12 @@ class Applier:
     # -- the batch ---------------------------------------------------------------------
     def process(self, df: Any, batch_id: int) -> None:
         with self.gate.batch():  # a stop waits for it (spark/batch_gate.py)
-            self._process(df, batch_id)
+            try:
+                self._process(df, batch_id)
+            except Exception:
+                if self.options.on_failure is not None:
+                    self.options.on_failure()
+                raise
 
     def _process(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()
@@ -160,12 +169,15 @@ class Applier:
             every = self.options.maintain_every
             if every and batch_id > 0 and batch_id % every == 0:
                 self._maintain()
+            seconds = time.monotonic() - started
             logger.info(
                 "batch %d done in %.2fs (read and summary %.2fs, then decode, apply, dead letters)",
                 batch_id,
-                time.monotonic() - started,
+                seconds,
                 read_seconds,
             )
+            if self.options.on_batch is not None:
+                self.options.on_batch(stats, seconds)
         finally:
             df.unpersist()
             if raw is not None:
