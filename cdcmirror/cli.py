@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -132,6 +133,26 @@ def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
     else:
         for name, path in result.items():
             click.echo(f"{name:<20} {path}")
+
+
+@jars.command("submit")
+@click.pass_context
+@handle_errors
+def jars_submit(ctx: click.Context) -> None:
+    """The spark-submit arguments that run cdcmirror: --jars (the pinned Spark jars,
+    downloaded first if needed) and the Python entry point, for
+    `spark-submit --master URL $(cdcmirror jars submit) --config cdcmirror.toml mirror`."""
+    from cdcmirror.config import load_config
+    from cdcmirror.jvm.resolve import resolve_all
+    from cdcmirror.spark.session import spark_jars
+
+    entry = str(Path(__file__).with_name("submit.py"))  # not imported: it is a script
+    resolve_all(names=["spark"], progress=_say)
+    paths = spark_jars(load_config(ctx.obj["config_path"]))
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps({"jars": paths, "entry": entry}, indent=2))
+    else:
+        click.echo(f"--jars {','.join(paths)} {entry}")
 
 
 @cli.command("check")

@@ -37,6 +37,7 @@ from integration_tests.mirror_env import (
     run_mirror_process,
 )
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
+from integration_tests.submit_scenario import submitted_mirror_is_the_same
 
 SEED = 20261121
 
@@ -164,6 +165,10 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
 
 def test_metrics_endpoint_counts_what_the_job_applied(pg: Mirrored) -> None:
     metrics_count_what_was_applied(pg)
+
+
+def test_mirror_as_a_spark_submit_application(pg: Mirrored) -> None:
+    submitted_mirror_is_the_same(pg)
 
 
 @pytest.mark.parametrize("batch", [0, 400], ids=["one-batch", "small-batches"])

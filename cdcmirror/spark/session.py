@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,24 @@ def spark_jars(config: Config) -> list[str]:
     ]
 
 
-def session_conf(config: Config, app_name: str) -> dict[str, str]:
-    """Every setting of the session, as plain strings (unit-testable without Spark)."""
+LAUNCH_KEYS = ("spark.master", "spark.jars", "spark.driver.memory", "spark.driver.extraJavaOptions")
+"""Settings that only count when the JVM starts: under spark-submit they are its options."""
+
+
+def submitted(environ: Mapping[str, str] | None = None) -> bool:
+    """True when spark-submit started this Python driver (it hands the running JVM over in
+    ``PYSPARK_GATEWAY_PORT``).
+
+    >>> submitted({"PYSPARK_GATEWAY_PORT": "40123"}), submitted({})
+    (True, False)
+    """
+    return "PYSPARK_GATEWAY_PORT" in (os.environ if environ is None else environ)
+
+
+def session_conf(config: Config, app_name: str, under_submit: bool = False) -> dict[str, str]:
+    """Every setting of the session, as plain strings (unit-testable without Spark).
+    ``under_submit``: spark-submit started the JVM, so master, jars and driver settings
+    are its own (``--master``, ``--jars``, ``--driver-memory``), not these."""
     state = config.state_dir
     conf = {
         "spark.app.name": app_name,
@@ -83,6 +100,9 @@ def session_conf(config: Config, app_name: str) -> dict[str, str]:
     }
     conf.update(spark_catalog_conf(config))
     conf.update({str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()})
+    if under_submit:
+        for key in LAUNCH_KEYS:
+            conf.pop(key, None)
     return conf
 
 
@@ -95,7 +115,10 @@ def build_spark_session(config: Config, app_name: str = "cdcmirror") -> Any:
     # run them on this interpreter, which has it, not on whatever `python3` is on PATH
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in session_conf(config, app_name).items():
+    under_submit = submitted()
+    if under_submit:
+        logger.info("started by spark-submit: master, jars and driver settings are its own")
+    for key, value in session_conf(config, app_name, under_submit).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
