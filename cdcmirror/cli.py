@@ -77,19 +77,27 @@ def _print_status(ctx: click.Context, statuses: list[Any]) -> None:
     if ctx.obj["output"] == "json":
         click.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
         return
-    click.echo(f"{'part':<9} {'state':<10} {'address':<24} {'pid':<8} log")
+    width = max(len(s.name) for s in statuses)
+    click.echo(f"{'part':<{width}} {'state':<10} {'address':<24} {'pid':<8} log")
     for s in statuses:
-        click.echo(f"{s.name:<9} {s.state:<10} {s.address:<24} {s.pid or '-':<8} {s.log}")
+        click.echo(f"{s.name:<{width}} {s.state:<10} {s.address:<24} {s.pid or '-':<8} {s.log}")
 
 
 @stack.command("up")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Also the cluster profile: a Spark standalone master (spark://127.0.0.1:7077) "
+    "and two workers.",
+)
 @click.pass_context
 @handle_errors
-def stack_up(ctx: click.Context) -> None:
-    """Start the broker and the Connect worker (idempotent); return when both are healthy."""
+def stack_up(ctx: click.Context, cluster: bool) -> None:
+    """Start the broker, the registry and the Connect worker (idempotent); return when all
+    are healthy."""
     from cdcmirror.stack.control import Stack
 
-    _print_status(ctx, Stack().up(progress=_say))
+    _print_status(ctx, Stack().up(progress=_say, with_cluster=cluster))
 
 
 @stack.command("down")

@@ -14,7 +14,7 @@ from cdcmirror import paths
 from cdcmirror.exceptions import PortInUseError, StackError
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
-from cdcmirror.stack import health, layout, processes
+from cdcmirror.stack import cluster, health, layout, processes
 from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
 
 logger = logging.getLogger(__name__)
@@ -84,6 +84,8 @@ class Stack:
 
     # -- health -----------------------------------------------------------------------------
     def healthy(self, part: StackPart) -> bool:
+        if part in cluster.CLUSTER_PARTS:
+            return cluster.healthy(part)
         if part is KAFKA:
             return health.broker_answers_metadata(KAFKA.address())
         if part is REGISTRY:
@@ -91,21 +93,27 @@ class Stack:
         plugins = health.connect_plugins(CONNECT.address())
         return plugins is not None and all(p in plugins for p in layout.DEBEZIUM_PLUGINS)
 
-    def status(self) -> list[PartStatus]:
+    def status(self, with_cluster: bool | None = None) -> list[PartStatus]:
+        """Every part; the cluster profile's too when ``with_cluster`` (None: when one of
+        them runs)."""
+        if with_cluster is None:
+            with_cluster = any(self.pid(p) is not None for p in cluster.CLUSTER_PARTS)
+        parts = layout.PARTS + (cluster.CLUSTER_PARTS if with_cluster else ())
         result = []
-        for part in layout.PARTS:
+        for part in parts:
             pid = self.pid(part)
             if pid is None:
                 state = "stopped"
             else:
                 state = "healthy" if self.healthy(part) else "unhealthy"
-            result.append(
-                PartStatus(part.name, part.address(), pid, state, str(self.log_file(part)))
-            )
+            where = cluster.address(part) if part in cluster.CLUSTER_PARTS else part.address()
+            result.append(PartStatus(part.name, where, pid, state, str(self.log_file(part))))
         return result
 
     # -- up ---------------------------------------------------------------------------------
-    def up(self, progress: Progress | None = None) -> list[PartStatus]:
+    def up(self, progress: Progress | None = None, with_cluster: bool = False) -> list[PartStatus]:
+        """Start what is not running and wait until all is healthy; ``with_cluster``: the
+        cluster profile too (``cluster.py``)."""
         say = progress or (lambda _msg: None)
         java = _java()
         resolve_all(names=STACK_GROUPS, progress=say)
@@ -128,7 +136,21 @@ class Stack:
                     java, part, classpath, self.config_file(part), self.log4j_file
                 )
             self._ensure_running(part, cmd, java, classpath, say)
-        return self.status()
+        if with_cluster:
+            self.up_cluster(say)
+        return self.status(with_cluster or None)
+
+    def up_cluster(self, progress: Progress | None = None) -> None:
+        """The cluster profile alone: a Spark master and its workers."""
+        say = progress or (lambda _msg: None)
+        _java()  # spark-class needs one too
+        work = self.root / "data" / "spark-work"
+        work.mkdir(parents=True, exist_ok=True)
+        for part in cluster.CLUSTER_PARTS:
+            cluster.start_part(part, self.pid_file(part), self.log_file(part), work, say)
+
+    def down_cluster(self, progress: Progress | None = None) -> None:
+        self._stop(tuple(reversed(cluster.CLUSTER_PARTS)), progress)
 
     def _write_configs(self, plugin_path: Path) -> None:
         (self.root / "config").mkdir(parents=True, exist_ok=True)
@@ -198,8 +220,13 @@ class Stack:
 
     # -- down -------------------------------------------------------------------------------
     def down(self, progress: Progress | None = None) -> None:
+        """Stop every part that runs, the cluster profile's first."""
+        running = tuple(p for p in cluster.CLUSTER_PARTS if self.pid(p) is not None)
+        self._stop(tuple(reversed(layout.PARTS + running)), progress)
+
+    def _stop(self, parts: tuple[StackPart, ...], progress: Progress | None) -> None:
         say = progress or (lambda _msg: None)
-        for part in reversed(layout.PARTS):
+        for part in parts:
             pid = self.pid(part)
             if pid is None:
                 say(f"{part.name}: not running")

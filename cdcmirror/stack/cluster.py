@@ -1,0 +1,143 @@
+"""The stack's cluster profile (`cdcmirror stack up --cluster`): a Spark standalone master
+and two workers from the installed pyspark (its ``bin/spark-class``), on loopback, so the
+mirror runs with ``[spark] master = "spark://127.0.0.1:7077"`` as on a real cluster.
+
+Each daemon is a process of the stack like Kafka: a pid file, a log under the stack's
+``logs/``, the ``-Dcdcmirror.stack=NAME`` mark on its command line, and a health check (the
+master's JSON status, where each worker must be ALIVE).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.exceptions import PortInUseError, StackError
+from cdcmirror.stack import processes
+from cdcmirror.stack.layout import HOST, StackPart
+
+MASTER_PORT = 7077
+MASTER_UI_PORT = 8090
+MASTER_URL = f"spark://{HOST}:{MASTER_PORT}"
+WORKER_CORES = 1
+WORKER_MEMORY = "3g"  # what the executors of one worker may take together
+
+MASTER = StackPart(
+    "spark-master", "org.apache.spark.deploy.master.Master", (MASTER_PORT, MASTER_UI_PORT), "512m"
+)
+WORKERS = tuple(
+    StackPart(f"spark-worker-{i}", "org.apache.spark.deploy.worker.Worker", (8090 + i,), "512m")
+    for i in (1, 2)
+)
+CLUSTER_PARTS = (MASTER, *WORKERS)
+START_QUIET = 60.0
+START_CAP = 180.0
+
+
+def spark_home() -> Path:
+    """The installed pyspark: it carries ``bin/spark-class`` and ``jars/``."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def daemon_command(home: Path, part: StackPart, work_dir: Path) -> list[str]:
+    """The command line of a master or a worker.
+
+    >>> daemon_command(Path("/s"), WORKERS[0], Path("/w"))[-1]
+    'spark://127.0.0.1:7077'
+    """
+    cmd = [str(home / "bin" / "spark-class"), part.main_class, "--host", HOST]
+    if part is MASTER:
+        return [*cmd, "--port", str(MASTER_PORT), "--webui-port", str(MASTER_UI_PORT)]
+    return [
+        *cmd,
+        "--webui-port",
+        str(part.ports[0]),
+        "--cores",
+        str(WORKER_CORES),
+        "--memory",
+        WORKER_MEMORY,
+        "--work-dir",
+        str(work_dir / part.name),
+        MASTER_URL,
+    ]
+
+
+def daemon_env(home: Path, part: StackPart) -> dict[str, str]:
+    """spark-class reads the daemon's JVM options from ``SPARK_DAEMON_*``; the mark makes the
+    process ours (``processes.running_pid``)."""
+    return {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": HOST,
+        "SPARK_DAEMON_MEMORY": part.heap,
+        "SPARK_DAEMON_JAVA_OPTS": f"-Dcdcmirror.stack={part.name}",
+    }
+
+
+def master_state(timeout: float = 3.0) -> dict[str, Any] | None:
+    """The master's JSON status, or None when it does not answer."""
+    try:
+        url = f"http://{HOST}:{MASTER_UI_PORT}/json/"
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            state: dict[str, Any] = json.load(r)
+            return state
+    except (OSError, ValueError):
+        return None
+
+
+def alive_worker_ports(state: dict[str, Any]) -> set[int]:
+    """The web UI ports of the workers the master counts as ALIVE.
+
+    >>> alive_worker_ports({"workers": [
+    ...     {"state": "ALIVE", "webuiaddress": "http://127.0.0.1:8091"},
+    ...     {"state": "DEAD", "webuiaddress": "http://127.0.0.1:8092"}]})
+    {8091}
+    """
+    return {
+        int(str(w.get("webuiaddress", "")).rsplit(":", 1)[-1] or 0)
+        for w in state.get("workers", [])
+        if w.get("state") == "ALIVE"
+    }
+
+
+def address(part: StackPart) -> str:
+    return MASTER_URL if part is MASTER else f"http://{HOST}:{part.ports[0]}"
+
+
+def healthy(part: StackPart) -> bool:
+    state = master_state()
+    if state is None or state.get("status") != "ALIVE":
+        return False
+    return part is MASTER or part.ports[0] in alive_worker_ports(state)
+
+
+def start_part(
+    part: StackPart, pid_file: Path, log_file: Path, work_dir: Path, say: Callable[[str], None]
+) -> None:
+    """Start one daemon unless it runs (marked as ours), then wait until it is healthy."""
+    pid = processes.running_pid(pid_file, f"-Dcdcmirror.stack={part.name}")
+    if pid is None:
+        for p in part.ports:
+            if processes.port_open(p) and not processes.wait_port_closed(p, 10.0):
+                raise PortInUseError(
+                    f"port {p} on 127.0.0.1 (needed by {part.name}) is taken by a process "
+                    f"that cdcmirror did not start; stop it (`ss -ltnp 'sport = :{p}'` shows "
+                    "which) or run `cdcmirror stack down` if it is an old stack"
+                )
+        home = spark_home()
+        cmd = daemon_command(home, part, work_dir)
+        pid = processes.start(cmd, pid_file, log_file, env=daemon_env(home, part))
+        say(f"{part.name}: started (pid {pid}), log {log_file}")
+    outcome = processes.wait_ready(pid, log_file, lambda: healthy(part), START_QUIET, START_CAP)
+    if outcome != "ready":
+        raise StackError(
+            f"{part.name} (pid {pid}) did not become healthy ({outcome}); log {log_file}, "
+            f"last lines:\n{processes.tail(log_file)}"
+        )
+    say(f"{part.name}: healthy")
