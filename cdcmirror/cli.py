@@ -87,7 +87,8 @@ def _print_status(ctx: click.Context, statuses: list[Any]) -> None:
 @click.option(
     "--cluster",
     is_flag=True,
-    help="Also the cluster profile: a Spark standalone master (spark://127.0.0.1:7077) "
+    help="Also the cluster profile: an S3 store (http://127.0.0.1:7070), an Iceberg REST "
+    "catalog (http://127.0.0.1:8181), a Spark standalone master (spark://127.0.0.1:7077) "
     "and two workers.",
 )
 @click.pass_context

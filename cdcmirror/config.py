@@ -302,7 +302,30 @@ def redacted(config: Config) -> dict[str, dict[str, Any]]:
                 value = MASK if value else ""
             elif section == "source" and key == "url":
                 value = mask_url_password(str(value))
+            elif isinstance(value, dict):
+                value = _masked_table(value)
             out[section][key] = value
+    return out
+
+
+SECRET_WORDS = ("secret", "password", "token", "credential")
+"""A key of a free-form table (``[iceberg.catalog]``, ``[spark.conf]``) naming one of these
+holds a secret: ``s3.secret-access-key``, ``credential``, ``spark.hadoop.fs.s3a.secret.key``."""
+
+
+def _masked_table(table: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    >>> _masked_table({"uri": "http://r", "s3.secret-access-key": "k", "io": {"token": "t"}})
+    {'uri': 'http://r', 's3.secret-access-key': '***', 'io': {'token': '***'}}
+    """
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out[key] = _masked_table(value)
+        elif any(word in key.lower() for word in SECRET_WORDS):
+            out[key] = MASK if value else ""
+        else:
+            out[key] = value
     return out
 
 

@@ -17,12 +17,18 @@ from integration_tests import services
 def write_config(
     directory: Path, filename: str = "cdcmirror.toml", **sections: dict[str, Any]
 ) -> Path:
-    """A config file in ``directory``; values are TOML-encoded by hand (strings, lists)."""
+    """A config file in ``directory``; values are TOML-encoded by hand (strings, lists, and
+    tables such as ``iceberg.catalog``, whose keys are quoted: ``"s3.endpoint" = ...``)."""
     lines = []
     for section, values in sections.items():
         lines.append(f"[{section}]")
+        tables = {k: v for k, v in values.items() if isinstance(v, dict)}
         for key, value in values.items():
-            lines.append(f"{key} = {json.dumps(value)}")
+            if key not in tables:
+                lines.append(f"{key} = {json.dumps(value)}")
+        for key, table in tables.items():
+            lines.append(f"[{section}.{key}]")
+            lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in table.items()]
     path = directory / filename
     path.write_text("\n".join(lines) + "\n", "utf-8")
     tomllib.loads(path.read_text("utf-8"))  # a test config that is not TOML is a test bug

@@ -468,6 +468,19 @@ def run_mirror_process(
     )
 
 
+def causes(log: str, keep: int = 3000) -> str:
+    """A failed job's log cut to what explains it: its error lines and each ``Caused by``
+    of the Java traces (the traces themselves run to thousands of lines), then the end."""
+    lines = log.splitlines()
+    telling = [
+        line[:400]
+        for line in lines
+        if line.startswith(("error:", "Caused by:", "ERROR", "Traceback"))
+        or "Exception:" in line[:200]
+    ]
+    return "\n".join(dict.fromkeys(telling))[-keep:] + "\n...\n" + log[-keep:]
+
+
 class MirrorJob:
     """The continuous ``cdcmirror mirror`` job in its own process. Its stderr goes to a file
     (a pipe nobody reads would fill up and block the job); ``output`` holds it once the job
@@ -504,7 +517,7 @@ class MirrorJob:
     def assert_alive(self) -> None:
         if self.proc.poll() is not None:
             self._finish()
-            raise AssertionError(f"the mirror job ended early: {self.output[-3000:]}")
+            raise AssertionError(f"the mirror job ended early: {causes(self.output)}")
 
     def _finish(self) -> None:
         if self.proc.poll() is None:

@@ -73,10 +73,14 @@ def make_config(
             "name": name,
             **extra.get("source", {}),
         },
-        iceberg={"namespace": f"{name}_mirror"},
+        iceberg={"namespace": f"{name}_mirror", **extra.get("iceberg", {})},
         mirror={"checkpoint_location": f".cdcmirror/checkpoints/{name}", **extra.get("mirror", {})},
         kafka={"format": extra.get("kafka_format", "json")},
-        **{k: v for k, v in extra.items() if k not in ("mirror", "kafka_format", "source")},
+        **{
+            k: v
+            for k, v in extra.items()
+            if k not in ("mirror", "kafka_format", "source", "iceberg")
+        },
     )
 
 

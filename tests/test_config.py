@@ -108,3 +108,15 @@ def test_metrics_port_must_be_a_port(tmp_path: Path) -> None:
     assert load_config(environ=env, cwd=tmp_path).get("mirror", "metrics_port") == 9464
     with pytest.raises(ConfigError, match=r"mirror.metrics_port = 70000 is not a TCP port"):
         load_config(environ={"CDCMIRROR_MIRROR__METRICS_PORT": "70000"}, cwd=tmp_path)
+
+
+def test_secrets_inside_catalog_and_spark_tables_are_masked(tmp_path: Path) -> None:
+    env = {
+        "CDCMIRROR_ICEBERG__CATALOG__URI": "http://127.0.0.1:8181",
+        "CDCMIRROR_ICEBERG__CATALOG__S3.SECRET-ACCESS-KEY": "hunter2",
+        "CDCMIRROR_ICEBERG__CATALOG__CREDENTIAL": "client:hunter3",
+        "CDCMIRROR_SPARK__CONF__SPARK.HADOOP.FS.S3A.SECRET.KEY": "hunter4",
+    }
+    shown = str(redacted(load_config(environ=env, cwd=tmp_path)))
+    assert "hunter" not in shown, shown
+    assert "http://127.0.0.1:8181" in shown

@@ -27,6 +27,7 @@ def test_shipped_manifest_pins_one_version_per_line() -> None:
         "spark",
         "apicurio-registry",
         "apicurio-converter",
+        "rest-catalog",
     }
     coords = [c for g in manifest.groups.values() for c in g.artifacts]
     for c in coords:
@@ -38,6 +39,10 @@ def test_shipped_manifest_pins_one_version_per_line() -> None:
             assert c.version == manifest.versions["kafka"]
         if c.group == "io.apicurio":  # registry and converter: one release
             assert c.version == manifest.versions["apicurio"]
+        if c.group == "org.apache.iceberg":  # the Spark runtime and the REST server: one release
+            assert c.version == manifest.versions["iceberg"]
+        if c.group.startswith("org.eclipse.jetty"):
+            assert c.version == manifest.versions["jetty"]
 
 
 def test_archive_groups_and_service_entries() -> None:

@@ -49,6 +49,7 @@ from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
+from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.table_apply import TableBatch, apply_decoded
@@ -124,12 +125,24 @@ class Applier:
     # -- the batch ---------------------------------------------------------------------
     def process(self, df: Any, batch_id: int) -> None:
         with self.gate.batch():  # a stop waits for it (spark/batch_gate.py)
-            try:
-                self._process(df, batch_id)
-            except Exception:
-                if self.options.on_failure is not None:
-                    self.options.on_failure()
-                raise
+            for attempt in range(1, ATTEMPTS + 1):
+                try:
+                    self._process(df, batch_id)
+                    return
+                except Exception as exc:
+                    if attempt < ATTEMPTS and lost_executor(exc):
+                        logger.warning(
+                            "batch %d: an executor and its data were lost (%s); running the "
+                            "batch again (run %d of %d), which applies nothing twice",
+                            batch_id,
+                            str(exc).splitlines()[0][:300],
+                            attempt + 1,
+                            ATTEMPTS,
+                        )
+                        continue
+                    if self.options.on_failure is not None:
+                        self.options.on_failure()
+                    raise
 
     def _process(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()

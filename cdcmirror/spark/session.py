@@ -82,7 +82,8 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     conf = {
         "spark.app.name": app_name,
         "spark.master": str(config.get("spark", "master")),
-        "spark.jars": ",".join(spark_jars(config)),
+        # under spark-submit its --jars count, and the cache need not exist on this host
+        "spark.jars": "" if under_submit else ",".join(spark_jars(config)),
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.sql.defaultCatalog": CATALOG_NAME,
         "spark.sql.session.timeZone": "UTC",

@@ -1,6 +1,7 @@
 """The stack's cluster profile (`cdcmirror stack up --cluster`): a Spark standalone master
-and two workers from the installed pyspark (its ``bin/spark-class``), on loopback, so the
-mirror runs with ``[spark] master = "spark://127.0.0.1:7077"`` as on a real cluster.
+and two workers from the installed pyspark (its ``bin/spark-class``), so the mirror runs
+with ``[spark] master = "spark://127.0.0.1:7077"`` as on a real cluster, and an Iceberg REST
+catalog server (``[iceberg.catalog] type = "rest"``, ``uri = "http://127.0.0.1:8181"``).
 
 Each daemon is a process of the stack like Kafka: a pid file, a log under the stack's
 ``logs/``, the ``-Dcdcmirror.stack=NAME`` mark on its command line, and a health check (the
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.exceptions import PortInUseError, StackError
-from cdcmirror.stack import processes
+from cdcmirror.stack import processes, s3
 from cdcmirror.stack.layout import HOST, StackPart
 
 MASTER_PORT = 7077
@@ -33,7 +34,16 @@ WORKERS = tuple(
     StackPart(f"spark-worker-{i}", "org.apache.spark.deploy.worker.Worker", (8090 + i,), "512m")
     for i in (1, 2)
 )
-CLUSTER_PARTS = (MASTER, *WORKERS)
+# Apache Iceberg's own REST catalog server (manifest group rest-catalog): a JDBC catalog on a
+# SQLite file behind the REST protocol; configured through CATALOG_* environment variables
+REST_PORT = 8181
+REST_URL = f"http://{HOST}:{REST_PORT}"
+REST_CATALOG = StackPart(
+    "rest-catalog", "org.apache.iceberg.rest.RESTCatalogServer", (REST_PORT,), "384m"
+)
+# the S3 store first: the REST catalog writes table metadata into it
+CLUSTER_PARTS = (s3.S3, MASTER, *WORKERS, REST_CATALOG)
+REST_WAREHOUSE = f"s3://{s3.BUCKET}/rest"
 START_QUIET = 60.0
 START_CAP = 180.0
 
@@ -43,6 +53,39 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).parent
+
+
+def rest_catalog_command(java: str, classpath: list[Path]) -> list[str]:
+    return [
+        java,
+        f"-Xmx{REST_CATALOG.heap}",
+        f"-Dcdcmirror.stack={REST_CATALOG.name}",
+        "-cp",
+        ":".join(str(p) for p in classpath),
+        REST_CATALOG.main_class,
+    ]
+
+
+def rest_catalog_env(data_dir: Path) -> dict[str, str]:
+    """The server's catalog: ``CATALOG_X_Y`` is its property ``x.y`` (``__`` is ``-``); its
+    tables live on the profile's S3 store.
+
+    >>> env = rest_catalog_env(Path("/d"))
+    >>> env["CATALOG_URI"], env["CATALOG_S3_PATH__STYLE__ACCESS"]
+    ('jdbc:sqlite:/d/catalog.db', 'true')
+    """
+    props = {
+        "uri": f"jdbc:sqlite:{data_dir / 'catalog.db'}",
+        "jdbc.schema-version": "V1",
+        "warehouse": REST_WAREHOUSE,
+        "rest.port": str(REST_PORT),
+        "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        **s3.catalog_properties(),
+    }
+    names = {
+        "CATALOG_" + k.replace("-", "__").replace(".", "_").upper(): v for k, v in props.items()
+    }
+    return {**os.environ, **names, "AWS_REGION": s3.REGION}
 
 
 def daemon_command(home: Path, part: StackPart, work_dir: Path) -> list[str]:
@@ -110,7 +153,25 @@ def address(part: StackPart) -> str:
     return MASTER_URL if part is MASTER else f"http://{HOST}:{part.ports[0]}"
 
 
+def marker(part: StackPart, data_dir: Path) -> str:
+    """What the part's command line carries that makes it ours (``processes.running_pid``):
+    the S3 store's data directory, the others' ``-Dcdcmirror.stack=NAME``."""
+    return str(data_dir / "s3") if part is s3.S3 else f"-Dcdcmirror.stack={part.name}"
+
+
+def rest_catalog_answers(timeout: float = 3.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{REST_URL}/v1/config", timeout=timeout) as r:
+            return "defaults" in json.load(r)
+    except (OSError, ValueError):
+        return False
+
+
 def healthy(part: StackPart) -> bool:
+    if part is REST_CATALOG:
+        return rest_catalog_answers()
+    if part is s3.S3:
+        return s3.answers()
     state = master_state()
     if state is None or state.get("status") != "ALIVE":
         return False
@@ -118,10 +179,16 @@ def healthy(part: StackPart) -> bool:
 
 
 def start_part(
-    part: StackPart, pid_file: Path, log_file: Path, work_dir: Path, say: Callable[[str], None]
+    part: StackPart,
+    pid_file: Path,
+    log_file: Path,
+    command: Callable[[], tuple[list[str], dict[str, str]]],
+    mark: str,
+    say: Callable[[str], None],
 ) -> None:
-    """Start one daemon unless it runs (marked as ours), then wait until it is healthy."""
-    pid = processes.running_pid(pid_file, f"-Dcdcmirror.stack={part.name}")
+    """Start one part unless it runs (``mark`` on its command line), then wait until it is
+    healthy; ``command``: its command line and environment."""
+    pid = processes.running_pid(pid_file, mark)
     if pid is None:
         for p in part.ports:
             if processes.port_open(p) and not processes.wait_port_closed(p, 10.0):
@@ -130,9 +197,8 @@ def start_part(
                     f"that cdcmirror did not start; stop it (`ss -ltnp 'sport = :{p}'` shows "
                     "which) or run `cdcmirror stack down` if it is an old stack"
                 )
-        home = spark_home()
-        cmd = daemon_command(home, part, work_dir)
-        pid = processes.start(cmd, pid_file, log_file, env=daemon_env(home, part))
+        cmd, env = command()
+        pid = processes.start(cmd, pid_file, log_file, env=env)
         say(f"{part.name}: started (pid {pid}), log {log_file}")
     outcome = processes.wait_ready(pid, log_file, lambda: healthy(part), START_QUIET, START_CAP)
     if outcome != "ready":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -14,7 +15,7 @@ from cdcmirror import paths
 from cdcmirror.exceptions import PortInUseError, StackError
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
-from cdcmirror.stack import cluster, health, layout, processes
+from cdcmirror.stack import cluster, health, layout, processes, s3
 from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,11 @@ class Stack:
         return self.root / "data" / "registry"
 
     def pid(self, part: StackPart) -> int | None:
-        return processes.running_pid(self.pid_file(part), f"-Dcdcmirror.stack={part.name}")
+        return processes.running_pid(self.pid_file(part), cluster.marker(part, self.data_dir))
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
 
     # -- health -----------------------------------------------------------------------------
     def healthy(self, part: StackPart) -> bool:
@@ -138,16 +143,35 @@ class Stack:
             self._ensure_running(part, cmd, java, classpath, say)
         if with_cluster:
             self.up_cluster(say)
-        return self.status(with_cluster or None)
+        return self.status(with_cluster)
 
     def up_cluster(self, progress: Progress | None = None) -> None:
-        """The cluster profile alone: a Spark master and its workers."""
+        """The cluster profile alone: the S3 store, a Spark master and its workers, the
+        REST catalog."""
         say = progress or (lambda _msg: None)
-        _java()  # spark-class needs one too
-        work = self.root / "data" / "spark-work"
-        work.mkdir(parents=True, exist_ok=True)
+        java = _java()  # spark-class needs one too
+        resolve_all(names=["rest-catalog"], progress=say)
+        rest_jars = group_jars(load_manifest().groups["rest-catalog"])
+        gateway = s3.ensure_installed(say)
+        data = self.data_dir
+        work, rest_data, s3_data = data / "spark-work", data / "rest-catalog", data / "s3"
+        for d in (work, rest_data, s3_data / s3.BUCKET, self.root / "run"):
+            d.mkdir(parents=True, exist_ok=True)
+        home = cluster.spark_home()
+
+        def command(part: StackPart) -> tuple[list[str], dict[str, str]]:
+            if part is s3.S3:
+                return s3.command(gateway, s3_data), s3.env()
+            if part is cluster.REST_CATALOG:
+                return cluster.rest_catalog_command(java, rest_jars), cluster.rest_catalog_env(
+                    rest_data
+                )
+            return cluster.daemon_command(home, part, work), cluster.daemon_env(home, part)
+
         for part in cluster.CLUSTER_PARTS:
-            cluster.start_part(part, self.pid_file(part), self.log_file(part), work, say)
+            start = functools.partial(command, part)
+            mark = cluster.marker(part, data)
+            cluster.start_part(part, self.pid_file(part), self.log_file(part), start, mark, say)
 
     def down_cluster(self, progress: Progress | None = None) -> None:
         self._stop(tuple(reversed(cluster.CLUSTER_PARTS)), progress)
