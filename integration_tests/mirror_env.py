@@ -90,11 +90,11 @@ class Values:
                 [top, -top, Decimal("0.0000000001"), Decimal(r.randint(-(10**9), 10**9)) / 1000]
             )
         if name == "wide":
-            top = "9" * 40 + "." + "9" * 10 if pg else "9" * 35 + "." + "9" * 30
+            wide = "9" * 40 + "." + "9" * 10 if pg else "9" * 35 + "." + "9" * 30
             return self._pick(
                 [
-                    Decimal(top),
-                    -Decimal(top),
+                    Decimal(wide),
+                    -Decimal(wide),
                     Decimal("1.5"),
                     Decimal(r.randint(0, 10**12)) / 7 // 1,
                 ]
@@ -163,8 +163,8 @@ class Values:
         if name == "doc":
             return self._pick(['{"a": 1}', '{"s": "' + UNICODE + '"}', "[]", '{"n": null}'])
         if name == "note":
-            big = [self._noise(r.randint(3000, 12000))] if self.incompressible else []
-            return self._pick(["short", UNICODE * 3, "y" * r.randint(3000, 12000), *big])
+            noise = [self._noise(r.randint(3000, 12000))] if self.incompressible else []
+            return self._pick(["short", UNICODE * 3, "y" * r.randint(3000, 12000), *noise])
         if name == "tags":
             return self._pick([[], ["a", "b"], [UNICODE], ["x" * 100]])
         if name == "uid":

@@ -75,3 +75,17 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_job_serves() -> None:
     assert asked <= served, asked - served
     assert "host.docker.internal:9464" in (COMPOSE.parent / "prometheus.yml").read_text()
     assert "./grafana/dashboards:/var/lib/grafana/dashboards" in COMPOSE.read_text()
+
+
+def test_the_cluster_profile_matches_the_native_one() -> None:
+    """compose's S3 store and REST catalog run the versions, bucket and credentials of
+    `cdcmirror stack up --cluster` (cdcmirror/stack/s3.py, the manifest's Iceberg)."""
+    from cdcmirror.stack import cluster, s3
+
+    text = COMPOSE.read_text()
+    assert f"versity/versitygw:{s3.VERSION}" in text
+    assert f"apache/iceberg-rest-fixture:{load_manifest().versions['iceberg']}" in text
+    assert f"ROOT_ACCESS_KEY_ID: {s3.ACCESS_KEY}" in text
+    assert f"ROOT_SECRET_ACCESS_KEY: {s3.SECRET_KEY}" in text
+    assert f"CATALOG_WAREHOUSE: {cluster.REST_WAREHOUSE}" in text
+    assert f"/data/{s3.BUCKET}" in text
