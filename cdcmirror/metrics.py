@@ -59,6 +59,10 @@ class MirrorMetrics:
         self.last_batch = Gauge(
             "cdcmirror_last_batch_timestamp_seconds", "When the last batch ended", registry=r
         )
+
+        def per_table(name: str, text: str) -> Gauge:
+            return Gauge(name, text, ["table"], registry=r)
+
         self.events = Counter(
             "cdcmirror_table_events", "Kafka events of the table", ["table"], registry=r
         )
@@ -69,35 +73,24 @@ class MirrorMetrics:
             ["table", "action"],
             registry=r,
         )
-        self.table_seconds = Gauge(
-            "cdcmirror_table_batch_seconds",
-            "The table's seconds in the last batch",
-            ["table"],
-            registry=r,
+        self.table_seconds = per_table(
+            "cdcmirror_table_batch_seconds", "The table's seconds in the last batch"
         )
-        self.lag = Gauge(
+        self.lag = per_table(
             "cdcmirror_table_lag_seconds",
             "At the table's last commit: seconds since the source commit of its newest event",
-            ["table"],
-            registry=r,
         )
-        self.lag_max = Gauge(
+        self.lag_max = per_table(
             "cdcmirror_table_lag_max_seconds",
             "At the table's last commit: seconds since the source commit of its oldest event",
-            ["table"],
-            registry=r,
         )
-        self.last_commit = Gauge(
+        self.last_commit = per_table(
             "cdcmirror_table_last_commit_timestamp_seconds",
             "When the table last committed source changes",
-            ["table"],
-            registry=r,
         )
-        self.stopped = Gauge(
+        self.stopped = per_table(
             "cdcmirror_table_stopped",
             "1 while the table's events are dead-lettered instead of applied (see the log)",
-            ["table"],
-            registry=r,
         )
 
     def batch_done(self, stats: Iterable[TableStats], seconds: float) -> None:

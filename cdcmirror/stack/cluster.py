@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import os
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cdcmirror.exceptions import PortInUseError, StackError
-from cdcmirror.stack import processes, s3
+from cdcmirror.stack import s3
 from cdcmirror.stack.layout import HOST, StackPart
 
 MASTER_PORT = 7077
@@ -44,8 +42,6 @@ REST_CATALOG = StackPart(
 # the S3 store first: the REST catalog writes table metadata into it
 CLUSTER_PARTS = (s3.S3, MASTER, *WORKERS, REST_CATALOG)
 REST_WAREHOUSE = f"s3://{s3.BUCKET}/rest"
-START_QUIET = 60.0
-START_CAP = 180.0
 
 
 def spark_home() -> Path:
@@ -176,34 +172,3 @@ def healthy(part: StackPart) -> bool:
     if state is None or state.get("status") != "ALIVE":
         return False
     return part is MASTER or part.ports[0] in alive_worker_ports(state)
-
-
-def start_part(
-    part: StackPart,
-    pid_file: Path,
-    log_file: Path,
-    command: Callable[[], tuple[list[str], dict[str, str]]],
-    mark: str,
-    say: Callable[[str], None],
-) -> None:
-    """Start one part unless it runs (``mark`` on its command line), then wait until it is
-    healthy; ``command``: its command line and environment."""
-    pid = processes.running_pid(pid_file, mark)
-    if pid is None:
-        for p in part.ports:
-            if processes.port_open(p) and not processes.wait_port_closed(p, 10.0):
-                raise PortInUseError(
-                    f"port {p} on 127.0.0.1 (needed by {part.name}) is taken by a process "
-                    f"that cdcmirror did not start; stop it (`ss -ltnp 'sport = :{p}'` shows "
-                    "which) or run `cdcmirror stack down` if it is an old stack"
-                )
-        cmd, env = command()
-        pid = processes.start(cmd, pid_file, log_file, env=env)
-        say(f"{part.name}: started (pid {pid}), log {log_file}")
-    outcome = processes.wait_ready(pid, log_file, lambda: healthy(part), START_QUIET, START_CAP)
-    if outcome != "ready":
-        raise StackError(
-            f"{part.name} (pid {pid}) did not become healthy ({outcome}); log {log_file}, "
-            f"last lines:\n{processes.tail(log_file)}"
-        )
-    say(f"{part.name}: healthy")

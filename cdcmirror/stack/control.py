@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shutil
@@ -32,6 +31,8 @@ STACK_GROUPS = (
 # most it may take while it keeps logging (a killed broker recovers every partition first)
 START_QUIET = {"kafka": 90.0, "connect": 150.0, "registry": 120.0}
 START_CAP = {"kafka": 900.0, "connect": 300.0, "registry": 240.0}
+for _part in cluster.CLUSTER_PARTS:
+    START_QUIET[_part.name], START_CAP[_part.name] = 60.0, 180.0
 Progress = Callable[[str], None]
 
 
@@ -111,8 +112,9 @@ class Stack:
                 state = "stopped"
             else:
                 state = "healthy" if self.healthy(part) else "unhealthy"
-            where = cluster.address(part) if part in cluster.CLUSTER_PARTS else part.address()
-            result.append(PartStatus(part.name, where, pid, state, str(self.log_file(part))))
+            result.append(
+                PartStatus(part.name, self._address(part), pid, state, str(self.log_file(part)))
+            )
         return result
 
     # -- up ---------------------------------------------------------------------------------
@@ -133,6 +135,7 @@ class Stack:
                 f"no Apicurio Registry runner jar in {registry_dir}; "
                 "run `cdcmirror jars resolve apicurio-registry` again"
             )
+        self._format_storage(java, classpath)  # once, before the broker's first start
         for part in layout.PARTS:
             if part is REGISTRY:
                 cmd = layout.registry_command(java, registry_jars[0], self.registry_data)
@@ -140,7 +143,7 @@ class Stack:
                 cmd = layout.java_command(
                     java, part, classpath, self.config_file(part), self.log4j_file
                 )
-            self._ensure_running(part, cmd, java, classpath, say)
+            self._ensure_running(part, cmd, say)
         if with_cluster:
             self.up_cluster(say)
         return self.status(with_cluster)
@@ -169,9 +172,8 @@ class Stack:
             return cluster.daemon_command(home, part, work), cluster.daemon_env(home, part)
 
         for part in cluster.CLUSTER_PARTS:
-            start = functools.partial(command, part)
-            mark = cluster.marker(part, data)
-            cluster.start_part(part, self.pid_file(part), self.log_file(part), start, mark, say)
+            cmd, env = command(part)
+            self._ensure_running(part, cmd, say, env)
 
     def down_cluster(self, progress: Progress | None = None) -> None:
         self._stop(tuple(reversed(cluster.CLUSTER_PARTS)), progress)
@@ -186,8 +188,10 @@ class Stack:
         self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
 
     def _ensure_running(
-        self, part: StackPart, cmd: list[str], java: str, classpath: list[Path], say: Progress
+        self, part: StackPart, cmd: list[str], say: Progress, env: dict[str, str] | None = None
     ) -> None:
+        """Start ``part`` (``env``: its environment, else this process's) unless it runs,
+        then wait until it is healthy."""
         pid = self.pid(part)
         if pid is not None:
             say(f"{part.name}: already running (pid {pid}), waiting until healthy")
@@ -201,12 +205,16 @@ class Stack:
                     "that cdcmirror did not start; stop it (`ss -ltnp 'sport = :"
                     f"{port}'` shows which) or run `cdcmirror stack down` if it is an old stack"
                 )
-        if part is KAFKA:
-            self._format_storage(java, classpath)
-        pid = processes.start(cmd, self.pid_file(part), self.log_file(part), env=dict(os.environ))
+        pid = processes.start(
+            cmd, self.pid_file(part), self.log_file(part), env=env or dict(os.environ)
+        )
         say(f"{part.name}: started (pid {pid}), log {self.log_file(part)}")
         self._wait_healthy(part, pid)
-        say(f"{part.name}: healthy at {part.address()}")
+        say(f"{part.name}: healthy at {self._address(part)}")
+
+    @staticmethod
+    def _address(part: StackPart) -> str:
+        return cluster.address(part) if part in cluster.CLUSTER_PARTS else part.address()
 
     def _format_storage(self, java: str, classpath: list[Path]) -> None:
         if (self.kafka_data / "meta.properties").exists():
