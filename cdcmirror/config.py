@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.s3a_settings import is_url
 
 ENV_PREFIX = "CDCMIRROR_"
 DEFAULT_CONFIG_FILE = "cdcmirror.toml"
@@ -148,6 +149,11 @@ class Config:
         """A path-valued key, relative to ``base_dir`` unless absolute."""
         p = Path(str(self.get(section, key))).expanduser()
         return p if p.is_absolute() else self.base_dir / p
+
+    def location(self, section: str, key: str) -> str:
+        """A path-or-URL key (``s3a://bucket/dir``): a URL as written, a path as ``path``."""
+        value = str(self.get(section, key))
+        return value if is_url(value) else str(self.path(section, key))
 
     @property
     def state_dir(self) -> Path:

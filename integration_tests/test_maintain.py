@@ -23,7 +23,7 @@ from integration_tests.mirror_env import continuous_mirror
 from integration_tests.mirror_fixture import Mirrored
 from integration_tests.test_mirror_postgresql import mirrored
 
-COMMITS = 200
+COMMITS = 100
 
 
 def maintain(config: Any, *args: str) -> list[dict[str, Any]]:

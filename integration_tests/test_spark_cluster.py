@@ -1,29 +1,46 @@
-"""The mirror on the stack's cluster profile (`cdcmirror stack up --cluster`): a real Spark
-standalone master with two workers, executors in their own JVMs, and Iceberg's REST catalog
-server. The table equals the source after a random workload, also when a worker is killed
-while the job runs."""
+"""Every command on the stack's cluster profile (`cdcmirror stack up --cluster`): a real
+Spark standalone master with two workers (executors in their own JVMs), Iceberg's REST
+catalog server, tables on the S3 store and the streaming checkpoint on s3a://. The table
+equals the source after a random workload on both dialects, also when a worker is killed
+while the continuous job runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cdcmirror.catalog_properties import spark_catalog_conf
+from cdcmirror.checkpoint_store import checkpoint_files
 from cdcmirror.config import load_config
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.jvm.manifest import load_manifest
+from cdcmirror.jvm.resolve import group_jars
+from cdcmirror.mirror.checkpoint import holds_batches
 from cdcmirror.stack import cluster, s3
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
 from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import Workload, continuous_mirror, run_mirror_process
+from integration_tests.mirror_env import (
+    Source,
+    Workload,
+    causes,
+    continuous_mirror,
+    create_table_sql,
+    run_mirror_process,
+)
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
-from integration_tests.test_mirror_postgresql import SEED, mirrored, pg_source, prepare_schema
+from integration_tests.test_mirror_postgresql import SEED, pg_source, prepare_schema
 
 ON_CLUSTER = {"CDCMIRROR_SPARK__MASTER": cluster.MASTER_URL}
 
@@ -37,7 +54,8 @@ def spark_cluster(stack: Stack) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def pg(spark_cluster: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
-    yield from mirrored(spark_world, "json", 500)
+    """The continuous job on the whole profile: REST catalog, S3, checkpoint on s3a://."""
+    yield from pg_on_profile(spark_world, 500)
 
 
 def finished_mirror_apps() -> int:
@@ -79,32 +97,25 @@ def test_a_worker_killed_mid_run_loses_nothing(spark_cluster: Stack, pg: Mirrore
     assert pg.assert_same() > 100
 
 
-@pytest.fixture(scope="module")
-def pg_rest(spark_cluster: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
-    """A PostgreSQL table mirrored into the REST catalog; the test session's Spark reads it
-    as the catalog ``rest`` (added at run time)."""
-    schema = services.unique("rest_pg")
-    prepare_schema(schema)
-    source = pg_source(schema)
-    workload = Workload(source, SEED)
-    workload.run(300)
+def rest_config(world: SparkWorld, name: str, dialect: str, include: str, db: str) -> Path:
+    """The profile's settings: tables in the REST catalog on S3, the checkpoint on s3a://
+    (its S3A settings come from the catalog's s3.* properties); the test session's Spark
+    reads the tables as the catalog ``rest`` (added at run time)."""
     catalog = {"type": "rest", "uri": cluster.REST_URL, **s3.catalog_properties()}
+    signal = {"signal_table": f"{name}.cdcmirror_signal"} if dialect == "postgresql" else {}
     config = make_config(
-        spark_world.config.base_dir,
-        schema,
-        "postgresql",
-        f"{schema}.*",
-        services.TEST_DATABASE,
+        world.config.base_dir,
+        name,
+        dialect,
+        include,
+        db,
         iceberg={"catalog": catalog},
+        mirror={"checkpoint_location": f"s3a://{s3.BUCKET}/checkpoints/{name}"},
+        source=signal,
     )
-    spark = spark_world.spark
     for key, value in spark_catalog_conf(load_config(config, environ={}), "rest").items():
-        spark.conf.set(key, value)
-    bootstrap(config)
-    try:
-        yield RestMirrored(schema, source, config, spark, workload, [])
-    finally:
-        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+        world.spark.conf.set(key, value)
+    return config
 
 
 class RestMirrored(Mirrored):
@@ -113,27 +124,145 @@ class RestMirrored(Mirrored):
         return f"rest.{self.name}_mirror.items"
 
 
-def test_rest_catalog_and_s3_serve_bootstrap_mirror_and_reconcile(pg_rest: Mirrored) -> None:
-    """Bootstrap created the table in the REST catalog, on the S3 store; the mirror on the
-    cluster fills it from the snapshot and a workload; `reconcile --deep` reads it through the
-    REST catalog."""
-    pg_rest.workload.run(800)
-    sc.settle(pg_rest)
+def pg_on_profile(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
+    schema = services.unique("rest_pg")
+    prepare_schema(schema, signal=True)
+    source = pg_source(schema)
+    workload = Workload(source, SEED)
+    workload.run(snapshot_ops)
+    config = rest_config(world, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE)
+    bootstrap(config)
+    try:
+        yield RestMirrored(schema, source, config, world.spark, workload, [])
+    finally:
+        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+
+
+@pytest.fixture(scope="module")
+def pg_rest(spark_cluster: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    yield from pg_on_profile(spark_world, 300)
+
+
+@pytest.fixture(scope="module")
+def maria_rest(spark_cluster: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
+    database = services.unique("rest_maria")
+    admin = services.maria_connect()
+    with admin.cursor() as cur:
+        services.maria_database(cur, database)
+        cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
+    source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
+    workload = Workload(source, SEED)
+    workload.run(300)
+    config = rest_config(spark_world, database, "mysql", f"{database}.*", database)
+    bootstrap(config)
+    try:
+        yield RestMirrored(database, source, config, spark_world.spark, workload, [])
+    finally:
+        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {database}")
+        admin.close()
+
+
+def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A cdcmirror command in its own process, its Spark on the cluster (this session's
+    Spark has the embedded catalog as ``cdcmirror``)."""
+    command = [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), *args]
+    env = {**os.environ, "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD, **ON_CLUSTER}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+def mirror_on_cluster(m: Mirrored) -> str:
+    """``mirror --available-now`` on the cluster, once Debezium has published the workload;
+    returns its log."""
+    sc.settle(m)
     before = finished_mirror_apps()
-    done = run_mirror_process(pg_rest.config_path, env=ON_CLUSTER)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_mirror_process(m.config_path, env=ON_CLUSTER)
+    assert done.returncode == 0, causes(done.stderr)
     assert finished_mirror_apps() == before + 1, "the job did not run on the cluster"
-    assert pg_rest.assert_same() > 100
-    # in a process of its own: this session's Spark has the embedded catalog as `cdcmirror`
-    cli = [sys.executable, "-m", "cdcmirror.cli", "--config", str(pg_rest.config_path)]
-    deep = subprocess.run(
-        [*cli, "reconcile", "--deep", "--settle", "5"],
-        env={**os.environ, "CDCMIRROR_SOURCE__PASSWORD": services.CDC_PASSWORD},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert deep.returncode == 0, deep.stdout[-3000:] + deep.stderr[-3000:]
-    assert "all tables in sync" in deep.stdout, deep.stdout[-3000:]
-    files = pg_rest.spark.sql(f"SELECT file_path FROM {pg_rest.identifier}.files").collect()
+    return done.stderr
+
+
+def deep_reconcile(m: Mirrored, settle: int) -> tuple[int, dict[str, Any]]:
+    done = cli(m.config_path, "--output", "json", "reconcile", "--deep", "--settle", str(settle))
+    assert done.returncode in (0, 1), causes(done.stderr) + done.stdout[-2000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
+
+
+def assert_in_sync_on_s3(m: Mirrored, code: int, report: dict[str, Any]) -> None:
+    """reconcile --deep (the checkpoint read from s3a://) found the table in sync, and every
+    data file is on the S3 warehouse."""
+    (table,) = report["tables"]
+    assert code == 0 and table["status"] == "in sync", json.dumps(table, indent=1)
+    assert table["events_behind"] == 0 and table["deep"]["drifted_buckets"] == [], table
+    files = m.spark.sql(f"SELECT file_path FROM {m.identifier}.files").collect()
     assert files and all(f[0].startswith(cluster.REST_WAREHOUSE) for f in files), files[:3]
+
+
+def test_every_command_on_the_cluster_profile(pg_rest: Mirrored) -> None:
+    """Bootstrap into the REST catalog on S3; mirror on the Spark cluster with the checkpoint
+    on s3a://; maintain; drift found by reconcile --deep and healed by repair; a lost S3
+    checkpoint resumes from the offsets the table records. Equal to the source throughout."""
+    m = pg_rest
+    m.workload.run(800)
+    mirror_on_cluster(m)
+    assert m.assert_same() > 100
+    checkpoint = checkpoint_files(m.config)
+    assert checkpoint.location.startswith("s3a://") and holds_batches(checkpoint)
+    assert not (m.config_path.parent / "s3a:").exists(), "the checkpoint was written locally"
+
+    done = cli(m.config_path, "--output", "json", "maintain", "--table", "items")
+    assert done.returncode == 0, causes(done.stderr)
+    (maintained,) = json.loads(done.stdout)
+    assert maintained["after"]["files"] <= maintained["before"]["files"], maintained
+    assert maintained["after"]["delete_files"] == 0, maintained
+    m.assert_same()
+
+    (missing,) = m.spark.sql(f"SELECT id FROM {m.identifier} ORDER BY id LIMIT 1").collect()
+    m.spark.sql(f"DELETE FROM {m.identifier} WHERE id = {missing.id}")
+    code, report = deep_reconcile(m, 5)
+    assert code == 1 and report["tables"][0]["deep"]["missing_keys"] == [{"id": str(missing.id)}], (
+        report
+    )
+    keys = m.config_path.parent / f"{m.name}-drift.json"
+    keys.write_text(json.dumps(report))
+    done = cli(m.config_path, "repair", "--table", "items", "--keys-from", str(keys))
+    assert done.returncode == 0, causes(done.stderr) + done.stdout
+    assert "Debezium re-reads 1 row(s)" in done.stdout, done.stdout
+    deadline = time.monotonic() + 240
+    while True:  # the re-read row arrives through Debezium's incremental snapshot
+        mirror_on_cluster(m)
+        code, report = deep_reconcile(m, 10)
+        if code == 0 or time.monotonic() > deadline:
+            break
+    assert_in_sync_on_s3(m, code, report)
+    m.assert_same()
+
+    checkpoint.remove()
+    assert not checkpoint.exists()
+    m.workload.run(100)
+    log = mirror_on_cluster(m)
+    assert "resuming from the Kafka offsets their snapshots record" in log, log[-3000:]
+    m.assert_same()
+    plan = cli(m.config_path, "teardown", "--dry-run", "--checkpoint", "--tables")
+    assert plan.returncode == 0 and checkpoint.location in plan.stdout, plan.stdout
+
+
+def test_mariadb_on_the_cluster_profile(maria_rest: Mirrored) -> None:
+    """The same profile for a MariaDB source: bootstrap, the random workload mirrored on the
+    cluster, reconcile --deep in sync."""
+    maria_rest.workload.run(800)
+    mirror_on_cluster(maria_rest)
+    assert maria_rest.assert_same() > 100
+    assert_in_sync_on_s3(maria_rest, *deep_reconcile(maria_rest, 30))
+
+
+def test_the_s3a_sdk_is_the_one_inside_iceberg_aws_bundle() -> None:
+    """hadoop-aws runs on the AWS SDK that iceberg-aws-bundle carries; its transfer manager
+    (fetched alone) must be of the same SDK release."""
+    manifest = load_manifest()
+    (bundle,) = [p for p in group_jars(manifest.groups["spark"]) if "iceberg-aws-bundle" in p.name]
+    with zipfile.ZipFile(bundle) as jar:
+        props = jar.read("META-INF/maven/software.amazon.awssdk/s3/pom.properties").decode()
+    assert f"version={manifest.versions['aws_sdk']}" in props, props

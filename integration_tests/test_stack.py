@@ -17,6 +17,7 @@ from cdcmirror.jvm.resolve import resolve_group
 from cdcmirror.stack import processes
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import KAFKA, REGISTRY, REGISTRY_CCOMPAT_PATH
+from integration_tests.services import CDC_PASSWORD
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -103,7 +104,8 @@ def test_unresolvable_coordinate_names_it(tmp_path: Path) -> None:
 def test_check_names_unreachable_kafka_with_exit_2(stack: Stack) -> None:
     # A source name of its own: the stack is one per machine user, so the demo's connector
     # may be left registered by another checkout (and FAILED, its secrets file gone with it).
-    own = {"CDCMIRROR_SOURCE__NAME": "checkprobe"}
+    # The source's password as every test gives it (run alone, nothing else had set it)
+    own = {"CDCMIRROR_SOURCE__NAME": "checkprobe", "CDCMIRROR_SOURCE__PASSWORD": CDC_PASSWORD}
     ok = cli("check", env=own)
     assert ok.returncode == 0, ok.stderr
     assert "3 Debezium connectors" in ok.stdout

@@ -6,8 +6,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from cdcmirror.jvm.manifest import load_manifest
 
 COMPOSE = Path(__file__).resolve().parents[1] / "compose" / "docker-compose.yml"
@@ -33,11 +31,11 @@ def _compose_command() -> list[str] | None:
     return None
 
 
-@pytest.mark.skipif(_compose_command() is None, reason="no docker compose client installed")
 def test_docker_compose_accepts_the_file() -> None:
-    """Parses and validates the file; needs the client only, not a Docker engine."""
+    """Parses and validates the file; needs the client only, not a Docker engine
+    (scripts/install-system-deps.sh installs it)."""
     command = _compose_command()
-    assert command is not None
+    assert command is not None, "no docker compose client: run scripts/install-system-deps.sh"
     result = subprocess.run(
         [*command, "-f", str(COMPOSE), "config", "--quiet"],
         capture_output=True,
@@ -89,3 +87,29 @@ def test_the_cluster_profile_matches_the_native_one() -> None:
     assert f"ROOT_SECRET_ACCESS_KEY: {s3.SECRET_KEY}" in text
     assert f"CATALOG_WAREHOUSE: {cluster.REST_WAREHOUSE}" in text
     assert f"/data/{s3.BUCKET}" in text
+
+
+def test_the_compose_cluster_job_runs_the_native_profile_settings() -> None:
+    """compose's mirror job (cluster.toml) is a valid config with the native profile's
+    catalog properties (compose service names for 127.0.0.1), the checkpoint on s3a://,
+    the Spark master of the compose cluster; its image runs the pinned pyspark."""
+    from cdcmirror.catalog_properties import pyiceberg_properties
+    from cdcmirror.config import load_config
+    from cdcmirror.stack import cluster, s3
+
+    config = load_config(COMPOSE.parent / "cluster.toml", environ={})
+    native = {**s3.catalog_properties(), "type": "rest", "uri": cluster.REST_URL}
+    mapped = {
+        k: v.replace(s3.S3_URL, "http://s3:7070").replace(
+            cluster.REST_URL, "http://rest-catalog:8181"
+        )
+        for k, v in native.items()
+    }
+    assert pyiceberg_properties(config) == mapped
+    assert config.location("mirror", "checkpoint_location").startswith("s3a://warehouse/")
+    assert config.get("spark", "master") == "spark://spark-master:7077"
+    assert "spark-master" in COMPOSE.read_text()
+    dockerfile = (COMPOSE.parent / "cdcmirror.Dockerfile").read_text()
+    assert "cdcmirror jars resolve spark" in dockerfile
+    pyproject = (COMPOSE.parent.parent / "pyproject.toml").read_text()
+    assert f"pyspark=={load_manifest().versions['spark']}" in pyproject

@@ -62,6 +62,19 @@ def test_archive_groups_and_service_entries() -> None:
     assert groups["p"].fingerprint() != plain.groups["p"].fingerprint()
 
 
+def test_artifacts_fetched_alone_bring_no_dependencies() -> None:
+    text = '[versions]\nv="1"\n[groups.s]\nartifacts=["g:a:{v}", "g:b:{v}"]\nalone=["g:b"]\n'
+    group = parse_manifest(text).groups["s"]
+    pom = build_pom(group)
+    a, b = pom.split("<dependency>")[1:]
+    assert "<exclusion>" not in a and "<exclusion><groupId>*</groupId>" in b
+    plain = parse_manifest(text.replace('alone=["g:b"]\n', "")).groups["s"]
+    assert group.fingerprint() != plain.fingerprint()
+    s3a = load_manifest().groups["spark"]
+    names = {f"{c.group}:{c.artifact}" for c in s3a.artifacts}
+    assert set(s3a.alone) <= names  # each names an artefact of its group
+
+
 def test_unpack_and_service_jar(tmp_path: Path) -> None:
     import io
     import tarfile

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cdcmirror.mirror.checkpoint import behind, committed_offsets, parse_offsets_file
+from cdcmirror.checkpoint_store import CheckpointFiles
+from cdcmirror.mirror.checkpoint import (
+    behind,
+    committed_offsets,
+    holds_batches,
+    parse_offsets_file,
+)
 from cdcmirror.reconcile.canonical import family, row_shape
 from cdcmirror.reconcile.compare import (
     DeepResult,
@@ -169,7 +175,10 @@ def test_reports_name_the_table_and_the_keys() -> None:
 
 
 def test_checkpoint_offsets_of_the_newest_committed_batch(tmp_path: Path) -> None:
-    assert committed_offsets(tmp_path) == {}
+    logs = CheckpointFiles(str(tmp_path / "ck"), {})
+    assert committed_offsets(logs) == {} and not holds_batches(logs) and not logs.exists()
+    tmp_path = tmp_path / "ck"
+    tmp_path.mkdir()
     (tmp_path / "offsets").mkdir()
     (tmp_path / "commits").mkdir()
     for batch, offset in ((0, 5), (1, 9), (2, 12)):
@@ -178,6 +187,8 @@ def test_checkpoint_offsets_of_the_newest_committed_batch(tmp_path: Path) -> Non
         )
     for batch in (0, 1):  # batch 2 was planned but not committed
         (tmp_path / "commits" / str(batch)).write_text("v1\n{}\n")
-    assert committed_offsets(tmp_path) == {"t": {0: 9}}
+    assert committed_offsets(logs) == {"t": {0: 9}} and holds_batches(logs) and logs.exists()
+    logs.remove()
+    assert not tmp_path.exists()
     assert behind({0: 9}, {0: 12}) == 3
     assert parse_offsets_file('v1\n{}\n{"a":{"0":1,"1":2}}') == {"a": {0: 1, 1: 2}}

@@ -28,3 +28,22 @@ def test_under_spark_submit_the_launch_settings_are_its_own(tmp_path: Path) -> N
     assert conf["spark.sql.shuffle.partitions"] == "16"
     assert conf["spark.sql.extensions"].endswith("IcebergSparkSessionExtensions")
     assert any(k.startswith("spark.sql.catalog.") for k in conf)
+
+
+def test_s3a_settings_default_to_the_catalogs_s3_properties(tmp_path: Path) -> None:
+    """The checkpoint on s3a:// reaches the store the catalog names; [spark.conf] wins."""
+    (tmp_path / "cdcmirror.toml").write_text(
+        '[iceberg.catalog]\ntype = "rest"\nuri = "http://c:8181"\n'
+        '"s3.endpoint" = "http://s3:7070"\n"s3.access-key-id" = "k"\n'
+        '"s3.secret-access-key" = "s"\n"s3.path-style-access" = "true"\n'
+        '[spark.conf]\n"spark.hadoop.fs.s3a.access.key" = "other"\n'
+        '[mirror]\ncheckpoint_location = "s3a://warehouse/ck"\n'
+    )
+    conf = session_conf(load_config(environ={}, cwd=tmp_path), "app")
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://s3:7070"
+    assert conf["spark.hadoop.fs.s3a.secret.key"] == "s"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == "other"
+    plain = session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")
+    assert not [k for k in plain if k.startswith("spark.hadoop.fs.s3a.")]

@@ -61,6 +61,9 @@ class ArtifactGroup:
     # ServiceLoader entries "interface=implementation" for jars that lack them (Kafka
     # Connect finds plugins through these)
     services: tuple[str, ...] = ()
+    # "group:artifact" of artefacts fetched without their dependencies (the group carries
+    # what they need in another form, e.g. the AWS SDK inside iceberg-aws-bundle)
+    alone: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the group's content; a change means re-resolve."""
@@ -72,6 +75,8 @@ class ArtifactGroup:
             spec["unpack"] = True
         if self.services:
             spec["services"] = sorted(self.services)
+        if self.alone:
+            spec["alone"] = sorted(self.alone)
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -109,7 +114,7 @@ def parse_manifest(text: str) -> Manifest:
 
     groups: dict[str, ArtifactGroup] = {}
     for name, spec in data.get("groups", {}).items():
-        unknown = set(spec) - {"artifacts", "exclude", "path", "unpack", "services"}
+        unknown = set(spec) - {"artifacts", "exclude", "path", "unpack", "services", "alone"}
         if unknown:
             raise ArtifactResolutionError(
                 f"manifest group {name!r} has unknown keys {sorted(unknown)}"
@@ -121,6 +126,7 @@ def parse_manifest(text: str) -> Manifest:
             exclude=tuple(expand(e) for e in spec.get("exclude", [])),
             unpack=bool(spec.get("unpack", False)),
             services=tuple(spec.get("services", [])),
+            alone=tuple(expand(a) for a in spec.get("alone", [])),
         )
     return Manifest(versions=versions, groups=groups)
 
@@ -137,9 +143,11 @@ def build_pom(group: ArtifactGroup) -> str:
     no_deps = (
         "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
         "</exclusions>"
-        if group.unpack
-        else ""
     )
+
+    def exclusions(c: Coordinate) -> str:
+        return no_deps if group.unpack or f"{c.group}:{c.artifact}" in group.alone else ""
+
     deps = "\n".join(
         "    <dependency>"
         f"<groupId>{escape(c.group)}</groupId>"
@@ -147,7 +155,7 @@ def build_pom(group: ArtifactGroup) -> str:
         f"<version>{escape(c.version)}</version>"
         + (f"<type>{escape(c.type)}</type>" if c.type != "jar" else "")
         + (f"<classifier>{escape(c.classifier)}</classifier>" if c.classifier else "")
-        + no_deps
+        + exclusions(c)
         + "</dependency>"
         for c in group.artifacts
     )

@@ -1,11 +1,19 @@
 """What a Structured Streaming checkpoint says the mirror has committed: the Kafka offsets
 of its newest committed micro-batch. Reads the checkpoint's ``offsets/`` and ``commits/``
-logs on a local file system."""
+logs through ``CheckpointLogs`` (local files or S3: ``checkpoint_store.py``)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import Protocol
+
+
+class CheckpointLogs(Protocol):
+    def names(self, directory: str) -> list[str]:
+        """The file names in one of the checkpoint's directories (none when it is absent)."""
+        ...
+
+    def read(self, relative: str) -> str: ...
 
 
 def parse_offsets_file(text: str) -> dict[str, dict[int, int]]:
@@ -26,24 +34,22 @@ def parse_offsets_file(text: str) -> dict[str, dict[int, int]]:
     return out
 
 
-def _batches(directory: Path) -> list[int]:
-    if not directory.is_dir():
-        return []
-    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+def _batches(logs: CheckpointLogs, directory: str) -> list[int]:
+    return sorted(int(name) for name in logs.names(directory) if name.isdigit())
 
 
-def holds_batches(checkpoint: Path) -> bool:
+def holds_batches(logs: CheckpointLogs) -> bool:
     """True when Spark has planned a batch in this checkpoint (it resumes from there and
     ignores the query's starting offsets)."""
-    return bool(_batches(checkpoint / "offsets"))
+    return bool(_batches(logs, "offsets"))
 
 
-def committed_offsets(checkpoint: Path) -> dict[str, dict[int, int]]:
+def committed_offsets(logs: CheckpointLogs) -> dict[str, dict[int, int]]:
     """Offsets up to which every event is in Iceberg (empty before the first batch)."""
-    commits = _batches(checkpoint / "commits")
+    commits = _batches(logs, "commits")
     if not commits:
         return {}
-    return parse_offsets_file((checkpoint / "offsets" / str(commits[-1])).read_text())
+    return parse_offsets_file(logs.read(f"offsets/{commits[-1]}"))
 
 
 def behind(committed: dict[int, int], end: dict[int, int]) -> int:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
+from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
 from cdcmirror.mirror.connector_watch import ConnectorWatch
@@ -145,7 +146,8 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     catalog = load_catalog(config)
     tables = load_tables(config, catalog, only)
     logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
-    checkpoint = str(config.path("mirror", "checkpoint_location"))
+    files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here
+    checkpoint = files.location
     identifiers = [t.identifier for t in tables]
     me = my_lease(checkpoint)
     acquire(catalog, identifiers, me)  # a second job on these tables stops here
@@ -165,7 +167,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             applier,
             str(config.get("kafka", "bootstrap_servers")),
             sorted(t.topic for t in tables),
-            resume_offsets(config, catalog, tables, checkpoint),
+            resume_offsets(config, catalog, tables, files),
             checkpoint,
             str(config.get("mirror", "trigger")),
             available_now,
@@ -246,18 +248,18 @@ def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
         engine.dispose()
 
 
-def resume_offsets(config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: str) -> str:
+def resume_offsets(
+    config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: CheckpointFiles
+) -> str:
     """Spark's starting offsets: for a checkpoint without a batch (a new mirror, or its
     checkpoint was lost), the Kafka offsets the tables' snapshots record
     (``mirror/resume.py``), else the earliest; a checkpoint with batches resumes itself."""
-    from pathlib import Path
-
     from cdcmirror.catalog.mirrored import snapshot_summaries
     from cdcmirror.mirror.checkpoint import holds_batches
     from cdcmirror.mirror.resume import recorded_starts, starting_offsets
     from cdcmirror.stack.health import committed_end_offsets
 
-    if "://" in checkpoint or holds_batches(Path(checkpoint)):
+    if holds_batches(checkpoint):
         return "earliest"
     recorded: dict[str, dict[int, int]] = {}
     for t in tables:
@@ -281,7 +283,7 @@ def resume_offsets(config: Config, catalog: Any, tables: list[MirrorTable], chec
         "checkpoint %s holds no batch but %d table(s) were mirrored before: resuming from "
         "the Kafka offsets their snapshots record (the newest batch of each runs again, "
         "harmlessly), the other topics from the earliest offset",
-        checkpoint,
+        checkpoint.location,
         len(recorded),
     )
     return text

@@ -76,11 +76,12 @@ class Reconciler:
     def _wait_caught_up(self, tables: list[MirrorTable]) -> None:
         """Mark each table caught up once the checkpoint has committed the offsets Kafka
         holds now; wait for that until the deadline."""
+        from cdcmirror.checkpoint_store import checkpoint_files
         from cdcmirror.mirror.checkpoint import behind, committed_offsets
         from cdcmirror.stack.health import committed_end_offsets
 
         kafka = str(self.config.get("kafka", "bootstrap_servers"))
-        checkpoint = self.config.path("mirror", "checkpoint_location")
+        checkpoint = checkpoint_files(self.config)
         ends = committed_end_offsets(kafka, [t.topic for t in tables])
         while True:
             committed = committed_offsets(checkpoint)

@@ -73,6 +73,20 @@ def _ts(t: datetime) -> str:
     return f"TIMESTAMP '{t.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
+def lists_by_prefix(location: str) -> bool:
+    """Whether orphan files are found by listing through the table's FileIO (object stores:
+    Spark's Hadoop configuration may have no file system for ``s3://``) instead of Hadoop's
+    file system (local and HDFS tables).
+
+    >>> lists_by_prefix("s3://warehouse/rest/t/metadata/1.json"), lists_by_prefix("/w/t/m.json")
+    (True, False)
+    >>> lists_by_prefix("file:/w/t/metadata/1.json"), lists_by_prefix("hdfs://nn/w/m.json")
+    (False, False)
+    """
+    scheme = location.split("://", 1)[0] if "://" in location else ""
+    return scheme not in ("", "hdfs") and not location.startswith("file:")
+
+
 def maintain_table(
     spark: Any,
     identifier: str,
@@ -125,9 +139,11 @@ def maintain_table(
     result.expired_snapshots = int(row.deleted_manifest_lists_count or 0)
 
     orphan_age = max(MIN_ORPHAN_AGE_HOURS, settings.orphan_age_hours)
+    location = spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1").first()
+    listing = ", prefix_listing => true" if lists_by_prefix(str(location.file)) else ""
     orphans = spark.sql(
         f"{call}.remove_orphan_files(table => {table}, "
-        f"older_than => {_ts(now - timedelta(hours=orphan_age))})"
+        f"older_than => {_ts(now - timedelta(hours=orphan_age))}{listing})"
     ).collect()
     result.orphans_removed = len(orphans)
     result.after = file_counts(spark, identifier)

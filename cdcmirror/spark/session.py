@@ -12,11 +12,13 @@ from typing import Any
 from cdcmirror.catalog_properties import (
     CATALOG_NAME,
     ensure_embedded_catalog_dirs,
+    pyiceberg_properties,
     spark_catalog_conf,
 )
 from cdcmirror.config import Config
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
+from cdcmirror.s3a_settings import HADOOP_PREFIX, s3a_settings
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +102,11 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
     }
     conf.update(spark_catalog_conf(config))
-    conf.update({str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()})
+    user = {str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()}
+    # the checkpoint on S3 (s3a://) reaches the store the catalog's s3.* properties name
+    s3a = s3a_settings(pyiceberg_properties(config), user)
+    conf.update({HADOOP_PREFIX + k: v for k, v in s3a.items()})
+    conf.update(user)
     if under_submit:
         for key in LAUNCH_KEYS:
             conf.pop(key, None)

@@ -26,7 +26,7 @@ class TeardownFacts:
     slot: str | None  # PostgreSQL slot name when it exists
     signal_table: str | None
     topics: tuple[str, ...]
-    checkpoint: str | None  # the local checkpoint directory when it exists
+    checkpoint: str | None  # the checkpoint (a directory or s3a:// URL) when it exists
     namespaces: tuple[str, ...]  # Iceberg namespaces that exist (mirror, internal)
 
 

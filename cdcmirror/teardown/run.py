@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ logger = logging.getLogger(__name__)
 def gather(config: Config) -> TeardownFacts:
     from cdcmirror.bootstrap.connector import connector_name, slot_name
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.checkpoint_store import checkpoint_files
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.mirror.run import internal_namespace
     from cdcmirror.source.connection import open_engine
@@ -42,8 +42,7 @@ def gather(config: Config) -> TeardownFacts:
         f"{name}.",
         [f"_cdcmirror_schema_history.{name}"],
     )
-    ckpt = str(config.get("mirror", "checkpoint_location"))
-    local = None if "://" in ckpt else config.path("mirror", "checkpoint_location")
+    checkpoint = checkpoint_files(config)
     catalog = load_catalog(config)
     namespaces = [str(config.get("iceberg", "namespace")), internal_namespace(config)]
     existing = {".".join(n) for n in catalog.list_namespaces()}
@@ -52,7 +51,7 @@ def gather(config: Config) -> TeardownFacts:
         slot=slot,
         signal_table=signal,
         topics=tuple(topics),
-        checkpoint=str(local) if local is not None and local.exists() else None,
+        checkpoint=checkpoint.location if checkpoint.exists() else None,
         namespaces=tuple(n for n in namespaces if n in existing),
     )
 
@@ -98,7 +97,9 @@ def _run(config: Config, step: Step) -> None:
 
         delete_topics(str(config.get("kafka", "bootstrap_servers")), [step.target])
     elif step.kind == "checkpoint":
-        shutil.rmtree(step.target)
+        from cdcmirror.checkpoint_store import checkpoint_files
+
+        checkpoint_files(config).remove()
     elif step.kind == "tables":
         from cdcmirror.catalog import load_catalog
         from cdcmirror.catalog.mirrored import drop_namespace_tables

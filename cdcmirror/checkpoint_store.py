@@ -1,0 +1,91 @@
+"""The streaming checkpoint's files where Spark keeps them: a local directory or an
+``s3a://`` URL, read and removed through pyarrow's file systems (the only module that
+touches them). Where and with which settings: ``s3a_settings.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.catalog_properties import pyiceberg_properties
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ServiceUnavailableError
+from cdcmirror.s3a_settings import (
+    arrow_s3_options,
+    bucket_and_key,
+    check_checkpoint_url,
+    is_url,
+    s3a_settings,
+)
+
+
+class CheckpointFiles:
+    """One checkpoint's files (``mirror/checkpoint.py`` reads its logs through this)."""
+
+    def __init__(self, location: str, settings: dict[str, str]) -> None:
+        from pyarrow import fs
+
+        self.location = location
+        self.fs: Any
+        if location.startswith("file://"):
+            self.fs, self.root = fs.LocalFileSystem(), location[len("file://") :].rstrip("/")
+        elif is_url(location):
+            check_checkpoint_url(location)
+            self.fs = fs.S3FileSystem(**arrow_s3_options(settings))
+            self.root = bucket_and_key(location)
+        else:
+            self.fs, self.root = fs.LocalFileSystem(), location.rstrip("/")
+
+    def _call(self, what: str, action: Any) -> Any:
+        try:
+            return action()
+        except OSError as exc:
+            raise ServiceUnavailableError(
+                f"checkpoint {self.location}: cannot {what} ({exc}); check that the store "
+                "answers and its settings ([spark.conf] spark.hadoop.fs.s3a.*, or the "
+                "catalog's s3.* properties)"
+            ) from exc
+
+    def names(self, directory: str) -> list[str]:
+        from pyarrow import fs
+
+        selector = fs.FileSelector(f"{self.root}/{directory}", allow_not_found=True)
+        infos = self._call(f"list {directory}/", lambda: self.fs.get_file_info(selector))
+        return [info.base_name for info in infos]
+
+    def read(self, relative: str) -> str:
+        def read() -> str:
+            with self.fs.open_input_stream(f"{self.root}/{relative}") as stream:
+                return bytes(stream.read()).decode("utf-8")
+
+        text: str = self._call(f"read {relative}", read)
+        return text
+
+    def exists(self) -> bool:
+        from pyarrow import fs
+
+        info = self._call("look at it", lambda: self.fs.get_file_info(self.root))
+        return bool(info.type != fs.FileType.NotFound)
+
+    def remove(self) -> None:
+        """Files first, then directories deepest first: some S3 stores (Versity's posix
+        backend) refuse to delete a directory object that still holds objects."""
+        from pyarrow import fs
+
+        def remove() -> None:
+            infos = self.fs.get_file_info(fs.FileSelector(self.root, recursive=True))
+            for info in infos:
+                if info.type == fs.FileType.File:
+                    self.fs.delete_file(info.path)
+            directories = [i.path for i in infos if i.type == fs.FileType.Directory]
+            for path in sorted(directories, key=lambda p: p.count("/"), reverse=True):
+                self.fs.delete_dir(path)
+            self.fs.delete_dir(self.root)
+
+        self._call("remove it", remove)
+
+
+def checkpoint_files(config: Config) -> CheckpointFiles:
+    """The configured checkpoint (``mirror.checkpoint_location``)."""
+    location = config.location("mirror", "checkpoint_location")
+    spark_conf = {str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()}
+    return CheckpointFiles(location, s3a_settings(pyiceberg_properties(config), spark_conf))
