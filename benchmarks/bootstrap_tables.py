@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdcmirror.bootstrap.run import bootstrap
+from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.config import load_config
 from integration_tests import services
 

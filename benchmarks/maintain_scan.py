@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from cdcmirror.commands.maintain import maintain
 from cdcmirror.config import load_config
 from cdcmirror.maintain.report import result_text
-from cdcmirror.maintain.run import maintain
 from cdcmirror.spark.session import build_spark_session
 from integration_tests import maintain_env as me
 from integration_tests import services

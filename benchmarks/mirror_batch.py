@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdcmirror.bootstrap.run import bootstrap
+from cdcmirror.commands.bootstrap import bootstrap
+from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from cdcmirror.mirror.run import mirror
 from integration_tests import services
 
 COLUMNS = (

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.mirror_batch import COLUMNS, BatchLines, wait_for_events
-from cdcmirror.bootstrap.run import bootstrap
+from cdcmirror.commands.bootstrap import bootstrap
+from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
-from cdcmirror.mirror.run import mirror
 from cdcmirror.spark.session import build_spark_session
 from integration_tests import services
 

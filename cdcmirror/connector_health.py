@@ -89,7 +89,7 @@ class RestartBackoff:
 
     >>> b = RestartBackoff(first=30, cap=100)
     >>> b.due(0), b.restarted(0), b.due(29), b.due(30), b.restarted(30), b.restarted(90)
-    (True, 30, False, True, 60, 100)
+    (True, 30.0, False, True, 60.0, 100.0)
     >>> b.running(); b.due(91)
     True
     """
@@ -104,7 +104,7 @@ class RestartBackoff:
 
     def restarted(self, now: float) -> float:
         """Records a restart at ``now``; returns the wait before the next one may follow."""
-        wait = min(self.cap, self.first * 2**self.attempts)
+        wait = float(min(self.cap, self.first * 2**self.attempts))
         self.attempts += 1
         self.next_at = now + wait
         return wait

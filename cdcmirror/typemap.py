@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdcmirror.exceptions import UnsupportedTypeError
-from cdcmirror.source.model import SourceType
+from cdcmirror.source_model import SourceType
 
 MAX_DECIMAL_PRECISION = 38  # Iceberg's limit; wider decimals are mirrored as exact strings
 

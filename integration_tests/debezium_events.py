@@ -13,7 +13,8 @@ def payload(raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     body: dict[str, Any] = json.loads(raw)
-    return body["payload"]
+    found: dict[str, Any] | None = body["payload"]
+    return found
 
 
 def decimal_field(raw_value: bytes, field: str, b64: str) -> Decimal:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cdcmirror.commands.mirror import internal_namespace, mirror
 from cdcmirror.config import Config, load_config
-from cdcmirror.mirror.run import internal_namespace, mirror
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli, write_config
 from integration_tests.mirror_env import Source, Workload, all_columns, assert_same

@@ -156,16 +156,19 @@ def malformed_events_never_wedge_or_guess(m: Mirrored) -> None:
     )
     bad_schema = {**real, "schema": "not a schema"}
     bad_fields = {**real, "schema": {**real["schema"], "fields": "not a list"}}
-    poison = [(json.dumps(bad_schema).encode(), None), (json.dumps(bad_fields).encode(), None)]
+    poison: list[tuple[bytes, str | None]] = [
+        (json.dumps(bad_schema).encode(), None),
+        (json.dumps(bad_fields).encode(), None),
+    ]
     for column in ("price", "wide", "data"):
         bent = json.loads(json.dumps(real))
         bent["payload"]["after"][column] = "!!not base64!!"
         poison.append((json.dumps(bent).encode(), column))
     errors = poison_then_mirror(m, [(b'{"id": 1}', value) for value, _ in poison])
-    for value, column in poison:
-        if column is not None:
-            assert f"column {column}: value does not convert" in (errors.get(value) or ""), (
-                column,
+    for value, broken in poison:
+        if broken is not None:
+            assert f"column {broken}: value does not convert" in (errors.get(value) or ""), (
+                broken,
                 errors.get(value),
             )
     m.assert_same()
@@ -216,8 +219,9 @@ def newest_value(topic: str) -> bytes:
         for back in range(1, 20):
             consumer.assign([TopicPartition(topic, 0, max(low, high - back))])
             message = consumer.poll(10)
-            if message is not None and message.value():
-                return bytes(message.value())
+            value = message.value() if message is not None else None
+            if value:
+                return bytes(value)
         raise AssertionError(f"no event found at the end of {topic}")
     finally:
         consumer.close()

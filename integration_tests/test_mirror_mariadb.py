@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.connect_client import ConnectClient
-from cdcmirror.mirror.run import mirror
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc

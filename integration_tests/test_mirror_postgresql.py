@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import Producer
 
 from cdcmirror.bootstrap.connector import connector_name
+from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connector_health import failed
-from cdcmirror.mirror.run import mirror
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import REGISTRY
 from integration_tests import mirror_scenarios as sc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Mapping
 
 from cdcmirror.config import DEFAULTS
 from cdcmirror.mirror.registry import SchemaRegistry
@@ -15,7 +16,7 @@ from integration_tests import services
 URL = str(DEFAULTS["kafka"]["schema_registry_url"])
 
 
-def _register(subject: str, schema: dict[str, object]) -> int:
+def _register(subject: str, schema: Mapping[str, object]) -> int:
     request = urllib.request.Request(
         f"{URL}/subjects/{subject}/versions",
         data=json.dumps({"schema": json.dumps(schema)}).encode(),

@@ -11,8 +11,9 @@ from cdcmirror.bootstrap.connector import include_list, plan_connector, same_con
 from cdcmirror.bootstrap.plan import ExistingTable, desired_table, plan_table
 from cdcmirror.config import load_config
 from cdcmirror.exceptions import ConfigError, SourceError, UnsupportedTypeError
-from cdcmirror.source.model import SourceCatalog, SourceColumn, SourceTable
+from cdcmirror.source.connection import source_url
 from cdcmirror.source.type_parsing import parse_postgresql_type as pg
+from cdcmirror.source_model import SourceCatalog, SourceColumn, SourceTable
 
 
 def _table(*cols: tuple[str, str], key: tuple[str, ...] = ("id",)) -> SourceTable:
@@ -124,7 +125,7 @@ def test_connector_config_for_discovered_tables(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     catalog = _catalog(ORDERS, published=frozenset({"public.Orders"}))
-    plan = plan_connector(config, catalog, tmp_path / "s.properties")
+    plan = plan_connector(config, catalog, tmp_path / "s.properties", source_url(config))
     assert plan.name == "cdcmirror-shop"
     assert plan.config["table.include.list"] == r"public\.Orders"
     assert plan.config["database.password"] == f"${{file:{tmp_path}/s.properties:password}}"
@@ -138,7 +139,8 @@ def test_connector_config_for_discovered_tables(tmp_path: Path) -> None:
 def test_connector_refuses_unpublished_tables(tmp_path: Path) -> None:
     config = load_config(environ={}, cwd=tmp_path)
     with pytest.raises(SourceError, match=r"ADD TABLES IN SCHEMA public"):
-        plan_connector(config, _catalog(ORDERS, published=frozenset()), tmp_path / "s")
+        catalog = _catalog(ORDERS, published=frozenset())
+        plan_connector(config, catalog, tmp_path / "s", source_url(config))
 
 
 def test_include_list_escapes_regex() -> None:
@@ -146,7 +148,7 @@ def test_include_list_escapes_regex() -> None:
 
 
 def test_table_name_collision_is_a_config_error(tmp_path: Path) -> None:
-    from cdcmirror.bootstrap.run import _desired
+    from cdcmirror.commands.bootstrap import _desired
 
     a = ORDERS
     b = replace(ORDERS, schema="sales")

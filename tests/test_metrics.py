@@ -10,10 +10,10 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cdcmirror.commands.mirror import serve_metrics
 from cdcmirror.config import load_config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.metrics import MirrorMetrics
-from cdcmirror.mirror.run import serve_metrics
 from cdcmirror.spark.batch_stats import TableStats
 
 

@@ -86,7 +86,7 @@ def test_fields_of_an_event_schema_map_like_bootstrap() -> None:
 
 
 def table(**kw: object) -> MirrorTable:
-    base = dict(
+    base: dict[str, object] = dict(
         identifier="ns.items",
         topic="p.public.items",
         flavor="postgresql",

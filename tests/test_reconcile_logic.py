@@ -19,6 +19,7 @@ from cdcmirror.mirror.checkpoint import (
 from cdcmirror.reconcile.canonical import family, row_shape
 from cdcmirror.reconcile.compare import (
     DeepResult,
+    KeyRows,
     TableCheck,
     diff_keys,
     drifted_buckets,
@@ -27,8 +28,8 @@ from cdcmirror.reconcile.compare import (
     position_text,
 )
 from cdcmirror.reconcile.report import result_json, result_markdown, result_text
-from cdcmirror.source.model import SourceType
 from cdcmirror.source.type_parsing import parse_mysql_type, parse_postgresql_type
+from cdcmirror.source_model import SourceType
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -95,8 +96,8 @@ def test_drifted_buckets_compare_count_and_checksum() -> None:
 
 
 def test_diff_keys_sorts_changed_missing_extra_and_truncates() -> None:
-    source = {"1": (("1",), 10), "2": (("2",), 20), "3": (("3",), 30)}
-    mirror = {"1": (("1",), 10), "2": (("2",), 21), "4": (("4",), 40)}
+    source: KeyRows = {"1": (("1",), 10), "2": (("2",), 20), "3": (("3",), 30)}
+    mirror: KeyRows = {"1": (("1",), 10), "2": (("2",), 21), "4": (("4",), 40)}
     changed, missing, extra, truncated = diff_keys(("id",), source, mirror, 10)
     assert (changed, missing, extra, truncated) == (
         [{"id": "2"}],

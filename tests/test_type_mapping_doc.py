@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cdcmirror.exceptions import UnsupportedTypeError
-from cdcmirror.source.model import SourceType
 from cdcmirror.source.type_parsing import parse_mysql_type, parse_postgresql_type
+from cdcmirror.source_model import SourceType
 from cdcmirror.typemap import MappingOptions, map_column
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"

@@ -12,8 +12,8 @@ from typing import Any
 from cdcmirror.config import Config
 from cdcmirror.connectors import password_reference, render_connector
 from cdcmirror.exceptions import ConfigError, SourceError
-from cdcmirror.source.model import SourceCatalog
 from cdcmirror.source.postgresql import PUBLICATION
+from cdcmirror.source_model import SourceCatalog
 
 
 def connector_name(source_name: str) -> str:
@@ -125,10 +125,11 @@ def converter_settings(kafka_format: str, registry_url: str = "") -> dict[str, s
     return out
 
 
-def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) -> ConnectorPlan:
-    """The connector config for the discovered tables; the password is a provider reference."""
-    from cdcmirror.source.connection import source_url
-
+def plan_connector(
+    config: Config, catalog: SourceCatalog, secret_path: Path, url: Any
+) -> ConnectorPlan:
+    """The connector config for the discovered tables; the password is a provider reference.
+    ``url``: the source's parsed URL (``source/connection.source_url``)."""
     missing = publication_problems(catalog)
     if missing:
         raise SourceError(
@@ -143,7 +144,6 @@ def plan_connector(config: Config, catalog: SourceCatalog, secret_path: Path) ->
             f"source.name {source_name!r} is the Kafka topic prefix: use letters, digits, '.', "
             "'_' or '-' only"
         )
-    url = source_url(config)
     mode = str(config.get("connect", "secrets"))
     params = {
         "host": str(url.host or "127.0.0.1"),

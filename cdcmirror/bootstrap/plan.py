@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
-from cdcmirror.source.model import SourceCatalog, SourceTable
+from cdcmirror.iceberg_types import is_widening, normalize_type
+from cdcmirror.source_model import SourceCatalog, SourceTable
 from cdcmirror.typemap import DECIMAL, MappingOptions, map_column
 
 MERGE_ON_READ = {
@@ -170,6 +171,35 @@ def desired_table(
     partition: str = "",
 ) -> DesiredTable:
     """The Iceberg table a source table maps to. Raises for every column without a mapping."""
+    columns, mappings, carriers = _map_columns(catalog, table, options)
+    columns.extend(CDC_COLUMNS)
+    spec = _partition(table, columns, partition)
+    mode = "upsert" if table.key else "append"
+    properties = {
+        **MERGE_ON_READ,
+        "cdcmirror.source": f"{catalog.flavor}:{table.qualified}",
+        "cdcmirror.key": table.key_source,
+        "cdcmirror.mode": mode,
+        CARRIERS_PROPERTY: json.dumps(carriers, separators=(",", ":")),
+    }
+    return DesiredTable(
+        source=table,
+        namespace=namespace,
+        name=iceberg_table_name(name_template, table.schema, table.name),
+        columns=tuple(columns),
+        mappings=tuple(mappings),
+        key=table.key,
+        mode=mode,
+        partition=spec,
+        properties=properties,
+    )
+
+
+def _map_columns(
+    catalog: SourceCatalog, table: SourceTable, options: MappingOptions | None
+) -> tuple[list[IcebergColumn], list[ColumnMapping], dict[str, str]]:
+    """Each source column's Iceberg column, mapping and carrier; raises for every column
+    without a mapping and for a key Iceberg cannot use as identifier."""
     columns: list[IcebergColumn] = []
     mappings: list[ColumnMapping] = []
     carriers: dict[str, str] = {}
@@ -210,62 +240,23 @@ def desired_table(
             "cannot identify Iceberg rows (floating point and nested types are not allowed "
             "as identifier fields); use another key or leave the table out"
         )
-    columns.extend(CDC_COLUMNS)
+    return columns, mappings, carriers
+
+
+def _partition(
+    table: SourceTable, columns: list[IcebergColumn], partition: str
+) -> Partition | None:
+    """The bucket partition ``iceberg.partition`` asks for (keyed tables only)."""
     parsed = parse_partition(partition)
-    spec = None
-    if parsed is not None and table.key:
-        buckets, column = parsed
-        column = column or table.key[0]
-        if column not in {c.name for c in columns}:
-            raise ConfigError(
-                f"iceberg.partition names column {column!r}, which {table.qualified} lacks"
-            )
-        spec = Partition(buckets, column)
-    mode = "upsert" if table.key else "append"
-    properties = {
-        **MERGE_ON_READ,
-        "cdcmirror.source": f"{catalog.flavor}:{table.qualified}",
-        "cdcmirror.key": table.key_source,
-        "cdcmirror.mode": mode,
-        CARRIERS_PROPERTY: json.dumps(carriers, separators=(",", ":")),
-    }
-    return DesiredTable(
-        source=table,
-        namespace=namespace,
-        name=iceberg_table_name(name_template, table.schema, table.name),
-        columns=tuple(columns),
-        mappings=tuple(mappings),
-        key=table.key,
-        mode=mode,
-        partition=spec,
-        properties=properties,
-    )
-
-
-_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
-
-
-def is_widening(old: str, new: str) -> bool:
-    """Iceberg's allowed type promotions.
-
-    >>> is_widening("int", "long"), is_widening("decimal(10,2)", "decimal(12,2)")
-    (True, True)
-    >>> is_widening("long", "int"), is_widening("decimal(10,2)", "decimal(12,3)")
-    (False, False)
-    """
-    if (old, new) in (("int", "long"), ("float", "double")):
-        return True
-    a, b = _DECIMAL.match(old), _DECIMAL.match(new)
-    return bool(a and b and a[2] == b[2] and int(b[1]) > int(a[1]))
-
-
-def normalize_type(text: str) -> str:
-    """Iceberg type text without spaces after commas: ``decimal(10, 2)`` -> ``decimal(10,2)``.
-
-    >>> normalize_type("map<string, string>")
-    'map<string,string>'
-    """
-    return re.sub(r",\s+", ",", text.strip())
+    if parsed is None or not table.key:
+        return None
+    buckets, column = parsed
+    column = column or table.key[0]
+    if column not in {c.name for c in columns}:
+        raise ConfigError(
+            f"iceberg.partition names column {column!r}, which {table.qualified} lacks"
+        )
+    return Partition(buckets, column)
 
 
 def plan_table(desired: DesiredTable, existing: ExistingTable | None) -> TablePlan:

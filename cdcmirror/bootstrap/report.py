@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.bootstrap.plan import DRIFT_ADVICE, TablePlan
-from cdcmirror.bootstrap.run import BootstrapResult
+from cdcmirror.source_model import SourceCatalog
+
+
+@dataclass
+class ConnectorResult:
+    name: str
+    action: str  # "create", "update", "unchanged" or "skipped"
+    config: dict[str, Any]  # masked
+    state: str | None = None
+
+
+@dataclass
+class BootstrapResult:
+    catalog: SourceCatalog
+    plans: list[TablePlan]
+    connector: ConnectorResult | None
+    dry_run: bool
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def drift(self) -> list[TablePlan]:
+        return [p for p in self.plans if p.drift]
 
 
 def table_json(plan: TablePlan) -> dict[str, Any]:

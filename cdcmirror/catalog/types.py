@@ -63,7 +63,8 @@ def to_iceberg(spec: str, ids: Any = None) -> IcebergType:
     ids = ids if ids is not None else itertools.count(1000)
     spec = spec.strip()
     if spec in _PRIMITIVES:
-        return _PRIMITIVES[spec]()
+        primitive: IcebergType = _PRIMITIVES[spec]()
+        return primitive
     if m := re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", spec):
         return DecimalType(int(m[1]), int(m[2]))
     if m := re.fullmatch(r"fixed\[?\(?(\d+)\)?\]?", spec):

@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcmirror.bootstrap.plan import is_widening
 from cdcmirror.cdc_columns import PREFIX
+from cdcmirror.iceberg_types import is_widening
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
 from cdcmirror.mirror.envelope import UTF8
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdcmirror.source.model import SourceType
+from cdcmirror.source_model import SourceType
 
 NULL_MARK = 30  # U+001E
 SEPARATOR = 31  # U+001F

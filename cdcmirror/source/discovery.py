@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.source import include
 from cdcmirror.source.connection import open_engine
-from cdcmirror.source.model import SourceCatalog, SourceTable
+from cdcmirror.source_model import SourceCatalog, SourceTable
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,22 @@ def signal_table_name(config: Config, database: str) -> str:
     return f"{schema}.{SIGNAL_TABLE}"
 
 
+@dataclass
+class _Found:
+    """What one look at the source found (``discover`` then checks it)."""
+
+    flavor: str
+    version: str
+    database: str
+    user: str
+    tables: list[SourceTable]
+    readable: dict[str, bool]
+    schemas: set[str]
+    has_signal: bool
+    published: frozenset[str] | None = None
+    unsafe: str | None = None
+
+
 def discover(config: Config, *, require_safe_source: bool = False) -> SourceCatalog:
     """Every table ``source.include`` selects, with columns, types and keys.
 
@@ -66,10 +83,6 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
     replica identity (``replica_identity.py``), or a MySQL/MariaDB binlog setting would lose
     changes (``binlog_settings.py``).
     """
-    from sqlalchemy import inspect
-
-    from cdcmirror.source import binlog_settings, mysql, postgresql, replica_identity
-
     dialect = str(config.get("source", "dialect"))
     patterns = list(config.get("source", "include"))
     problems = include.check_patterns(patterns)
@@ -78,68 +91,17 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
 
     engine = open_engine(config)
     signal = signal_table_name(config, engine.url.database or "")
-
-    def wanted(name: str) -> bool:
-        return name != signal and include.is_included(name, patterns)
-
-    published: frozenset[str] | None = None
-    unsafe: str | None = None
     try:
         with engine.connect() as conn:
-            flavor, version, database, user = _server_facts(conn, dialect)
-            inspector = inspect(conn)
-            signal_schema, _, signal_name = signal.partition(".")
-            has_signal = inspector.has_table(signal_name, schema=signal_schema)
-            if dialect == "postgresql":
-                tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
-                published = postgresql.published_tables(conn)
-                if require_safe_source:
-                    unsafe = replica_identity.missing_identity_message(
-                        replica_identity.published_tables(conn, postgresql.PUBLICATION),
-                        postgresql.PUBLICATION,
-                    )
-            else:
-                tables, readable, schemas = mysql.discover(conn, inspector, wanted)
-                if require_safe_source:
-                    problems = binlog_settings.binlog_problems(
-                        binlog_settings.read_binlog_settings(conn)
-                    )
-                    if problems:
-                        unsafe = "; ".join(problems) + ". Nothing was created"
+            found = _look(conn, dialect, signal, patterns, require_safe_source)
     finally:
         engine.dispose()
-    if unsafe:
-        raise SourceError(unsafe)
-
-    where = f"{flavor} database {database!r}"
-    missing_schemas = [s for s in include.literal_schemas(patterns) if s not in schemas]
-    if missing_schemas:
-        raise SourceError(
-            f"source.include names schema {', '.join(map(repr, missing_schemas))}, which the "
-            f"{where} does not have (or user {user!r} cannot see); fix source.include"
-        )
-    found = {t.qualified for t in tables}
-    for name in include.literal_tables(patterns):
-        if name not in found:
-            raise SourceError(
-                f"source.include names table {name!r}: no such table in the {where}, or user "
-                f"{user!r} cannot see it ({_grant_hint(dialect, name, user)})"
-            )
-    unreadable = sorted(name for name, ok in readable.items() if not ok)
-    if unreadable:
-        raise SourceError(
-            f"user {user!r} cannot read {', '.join(unreadable)} in the {where}; the initial "
-            f"snapshot reads every table. Grant it, e.g. "
-            f"{_grant_hint(dialect, unreadable[0], user)}, or leave the table out of "
-            "source.include"
-        )
-    if not tables:
-        raise SourceError(
-            f"source.include {patterns} matches no table in the {where}; fix source.include"
-        )
+    if found.unsafe:
+        raise SourceError(found.unsafe)
+    _check_found(found, dialect, patterns)
     kept: list[SourceTable] = []
     skipped: list[str] = []
-    for table in tables:
+    for table in found.tables:
         if table.key:
             kept.append(table)
         elif config.get("source", "keyless_tables") == "skip":
@@ -154,12 +116,77 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
             kept.append(table)
     return SourceCatalog(
         dialect=dialect,
-        flavor=flavor,
-        server_version=version,
-        database=database,
-        user=user,
+        flavor=found.flavor,
+        server_version=found.version,
+        database=found.database,
+        user=found.user,
         tables=tuple(kept),
         skipped=tuple(skipped),
-        published=published,
-        signal_table=signal if has_signal else None,
+        published=found.published,
+        signal_table=signal if found.has_signal else None,
     )
+
+
+def _look(conn: Any, dialect: str, signal: str, patterns: list[str], safe: bool) -> _Found:
+    """The server's facts, the included tables and, with ``safe``, what would make the
+    source unsafe to mirror."""
+    from sqlalchemy import inspect
+
+    from cdcmirror.source import binlog_settings, mysql, postgresql, replica_identity
+
+    def wanted(name: str) -> bool:
+        return name != signal and include.is_included(name, patterns)
+
+    flavor, version, database, user = _server_facts(conn, dialect)
+    inspector = inspect(conn)
+    signal_schema, _, signal_name = signal.partition(".")
+    has_signal = inspector.has_table(signal_name, schema=signal_schema)
+    if dialect == "postgresql":
+        tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
+        found = _Found(flavor, version, database, user, tables, readable, schemas, has_signal)
+        found.published = postgresql.published_tables(conn)
+        if safe:
+            found.unsafe = replica_identity.missing_identity_message(
+                replica_identity.published_tables(conn, postgresql.PUBLICATION),
+                postgresql.PUBLICATION,
+            )
+        return found
+    tables, readable, schemas = mysql.discover(conn, inspector, wanted)
+    found = _Found(flavor, version, database, user, tables, readable, schemas, has_signal)
+    if safe:
+        problems = binlog_settings.binlog_problems(binlog_settings.read_binlog_settings(conn))
+        if problems:
+            found.unsafe = "; ".join(problems) + ". Nothing was created"
+    return found
+
+
+def _check_found(found: _Found, dialect: str, patterns: list[str]) -> None:
+    """Each schema and table ``source.include`` names exists and is readable, and some
+    table matches."""
+    where = f"{found.flavor} database {found.database!r}"
+    user = found.user
+    missing_schemas = [s for s in include.literal_schemas(patterns) if s not in found.schemas]
+    if missing_schemas:
+        raise SourceError(
+            f"source.include names schema {', '.join(map(repr, missing_schemas))}, which the "
+            f"{where} does not have (or user {user!r} cannot see); fix source.include"
+        )
+    names = {t.qualified for t in found.tables}
+    for name in include.literal_tables(patterns):
+        if name not in names:
+            raise SourceError(
+                f"source.include names table {name!r}: no such table in the {where}, or user "
+                f"{user!r} cannot see it ({_grant_hint(dialect, name, user)})"
+            )
+    unreadable = sorted(name for name, ok in found.readable.items() if not ok)
+    if unreadable:
+        raise SourceError(
+            f"user {user!r} cannot read {', '.join(unreadable)} in the {where}; the initial "
+            f"snapshot reads every table. Grant it, e.g. "
+            f"{_grant_hint(dialect, unreadable[0], user)}, or leave the table out of "
+            "source.include"
+        )
+    if not found.tables:
+        raise SourceError(
+            f"source.include {patterns} matches no table in the {where}; fix source.include"
+        )

@@ -8,8 +8,8 @@ import warnings
 from typing import Any
 
 from cdcmirror.source.keys import UniqueIndex, choose_key
-from cdcmirror.source.model import SourceColumn, SourceTable
 from cdcmirror.source.type_parsing import parse_mysql_type
+from cdcmirror.source_model import SourceColumn, SourceTable
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from cdcmirror.source.keys import UniqueIndex, choose_key
-from cdcmirror.source.model import SourceColumn, SourceTable, SourceType
 from cdcmirror.source.type_parsing import parse_postgresql_type
+from cdcmirror.source_model import SourceColumn, SourceTable, SourceType
 
 PUBLICATION = "cdcmirror"  # the publication the connector template reads
 

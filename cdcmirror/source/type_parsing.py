@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from cdcmirror.source.model import SourceType
+from cdcmirror.source_model import SourceType
 
 
 def _split(text: str) -> tuple[str, str, str]:

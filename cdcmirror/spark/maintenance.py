@@ -87,6 +87,17 @@ def lists_by_prefix(location: str) -> bool:
     return scheme not in ("", "hdfs") and not location.startswith("file:")
 
 
+def _remove_orphans(spark: Any, identifier: str, older_than: datetime) -> int:
+    """Files under the table's location that no snapshot references, removed."""
+    location = spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1").first()
+    listing = ", prefix_listing => true" if lists_by_prefix(str(location.file)) else ""
+    orphans = spark.sql(
+        f"CALL {CATALOG_NAME}.system.remove_orphan_files(table => '{CATALOG_NAME}.{identifier}', "
+        f"older_than => {_ts(older_than)}{listing})"
+    ).collect()
+    return len(orphans)
+
+
 def maintain_table(
     spark: Any,
     identifier: str,
@@ -139,12 +150,6 @@ def maintain_table(
     result.expired_snapshots = int(row.deleted_manifest_lists_count or 0)
 
     orphan_age = max(MIN_ORPHAN_AGE_HOURS, settings.orphan_age_hours)
-    location = spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1").first()
-    listing = ", prefix_listing => true" if lists_by_prefix(str(location.file)) else ""
-    orphans = spark.sql(
-        f"{call}.remove_orphan_files(table => {table}, "
-        f"older_than => {_ts(now - timedelta(hours=orphan_age))}{listing})"
-    ).collect()
-    result.orphans_removed = len(orphans)
+    result.orphans_removed = _remove_orphans(spark, identifier, now - timedelta(hours=orphan_age))
     result.after = file_counts(spark, identifier)
     return result

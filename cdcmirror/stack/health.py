@@ -28,13 +28,13 @@ def committed_end_offsets(
     """Per topic and partition, the offset after the last committed event (the last stable
     offset a read_committed reader can reach); a topic that does not exist is left out."""
     from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import OffsetSpec
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
     admin = AdminClient(conf)
     meta = admin.list_topics(timeout=timeout)
     wanted = {
-        TopicPartition(t, p): OffsetSpec.latest()
+        TopicPartition(t, p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
         for t in topics
         if t in meta.topics and meta.topics[t].error is None
         for p in meta.topics[t].partitions

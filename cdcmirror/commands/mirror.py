@@ -105,8 +105,8 @@ def build_applier(
     """The applier of ``tables`` as the mirror job configures it; ``metrics`` counts its
     batches."""
     from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.commands.maintain import settings_of
     from cdcmirror.connector_health import connector_problem
-    from cdcmirror.maintain.run import settings_of
     from cdcmirror.mirror.registry import SchemaRegistry
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
 

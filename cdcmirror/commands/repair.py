@@ -28,6 +28,7 @@ from cdcmirror.repair.plan import (
     keys_from_report,
     snapshot_signal,
 )
+from cdcmirror.source_model import SourceCatalog
 
 logger = logging.getLogger(__name__)
 
@@ -52,39 +53,18 @@ def _load_keys(path: Path, identifier: str) -> RepairKeys:
 def repair(
     config: Config, table: str, keys_from: Path | None, progress: Callable[[str], None]
 ) -> RepairResult:
-    from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.connect_client import ConnectClient
-    from cdcmirror.mirror.run import load_tables
-    from cdcmirror.reconcile.run import table_shapes
+    from cdcmirror.commands.mirror import load_tables
+    from cdcmirror.commands.reconcile import table_shapes
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
-    from cdcmirror.source.discovery import discover, signal_table_name
+    from cdcmirror.source.discovery import discover
     from cdcmirror.source.signal import insert_signal
 
     dialect = str(config.get("source", "dialect"))
     t = load_tables(config, load_catalog(config), [table])[0]
     source_catalog = discover(config)
-    signal = source_catalog.signal_table
-    if not signal:
-        wanted = signal_table_name(config, source_catalog.database)
-        raise ConfigError(
-            f"the source has no Debezium signal table {wanted}; create it with "
-            f"sql/{dialect}/signal_table.sql (or set source.signal_table), then run "
-            "`cdcmirror bootstrap` so the connector reads it"
-        )
-    name = connector_name(str(config.get("source", "name")))
-    try:
-        running = ConnectClient(str(config.get("connect", "url"))).config(name)
-    except ConnectorError:
-        raise ConfigError(
-            f"connector {name} is not registered; run `cdcmirror bootstrap` first"
-        ) from None
-    if running.get("signal.data.collection") != signal:
-        raise ConfigError(
-            f"connector {name} does not read the signal table {signal}; run "
-            "`cdcmirror bootstrap` to update it"
-        )
+    signal = _signal_table_read(config, source_catalog)
     shape = table_shapes(source_catalog, [t])[t.identifier]
     if not isinstance(shape, RowShape):
         raise ConfigError(f"{t.identifier}: {shape}")
@@ -118,6 +98,36 @@ def repair(
     finally:
         engine.dispose()
     return RepairResult(t.identifier, signal_id, len(keys.reread) if keys else None, removed, kept)
+
+
+def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
+    """The source's signal table, once the registered connector is known to read it."""
+    from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.source.discovery import signal_table_name
+
+    dialect = str(config.get("source", "dialect"))
+    signal: str | None = source_catalog.signal_table
+    if not signal:
+        wanted = signal_table_name(config, source_catalog.database)
+        raise ConfigError(
+            f"the source has no Debezium signal table {wanted}; create it with "
+            f"sql/{dialect}/signal_table.sql (or set source.signal_table), then run "
+            "`cdcmirror bootstrap` so the connector reads it"
+        )
+    name = connector_name(str(config.get("source", "name")))
+    try:
+        running = ConnectClient(str(config.get("connect", "url"))).config(name)
+    except ConnectorError:
+        raise ConfigError(
+            f"connector {name} is not registered; run `cdcmirror bootstrap` first"
+        ) from None
+    if running.get("signal.data.collection") != signal:
+        raise ConfigError(
+            f"connector {name} does not read the signal table {signal}; run "
+            "`cdcmirror bootstrap` to update it"
+        )
+    return signal
 
 
 def _text(shape: RowShape, key: dict[str, str]) -> str:

@@ -24,7 +24,7 @@ def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> 
     """The mirrored tables (or the named ones) and, for a full run, the mirror's own tables
     (hard-delete tombstones, dead letters), which grow by small commits too."""
     from cdcmirror.catalog.mirrored import list_tables
-    from cdcmirror.mirror.run import internal_namespace, load_tables
+    from cdcmirror.commands.mirror import internal_namespace, load_tables
 
     names = [t.identifier for t in load_tables(config, catalog, only)]
     if not only:

@@ -31,7 +31,7 @@ from cdcmirror.reconcile.compare import (
     drifted_buckets,
     in_both,
 )
-from cdcmirror.source.model import SourceCatalog
+from cdcmirror.source_model import SourceCatalog
 
 logger = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -195,8 +195,8 @@ def reconcile(
 ) -> tuple[list[TableCheck], datetime]:
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.mirror import load_tables
     from cdcmirror.connector_health import connector_problem
-    from cdcmirror.mirror.run import load_tables
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
     from cdcmirror.source.discovery import discover

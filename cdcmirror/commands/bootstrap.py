@@ -6,42 +6,22 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
+from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.catalog_properties import embedded_catalog_paths
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
 from cdcmirror.exceptions import ConfigError, ConnectorError, UnsupportedTypeError
-from cdcmirror.source.model import SourceCatalog
+from cdcmirror.source.connection import source_url
+from cdcmirror.source_model import SourceCatalog
 from cdcmirror.typemap import MappingOptions
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ConnectorResult:
-    name: str
-    action: str  # "create", "update", "unchanged" or "skipped"
-    config: dict[str, Any]  # masked
-    state: str | None = None
-
-
-@dataclass
-class BootstrapResult:
-    catalog: SourceCatalog
-    plans: list[TablePlan]
-    connector: ConnectorResult | None
-    dry_run: bool
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def drift(self) -> list[TablePlan]:
-        return [p for p in self.plans if p.drift]
 
 
 def _desired(config: Config, catalog: SourceCatalog) -> list[DesiredTable]:
@@ -118,7 +98,7 @@ def bootstrap(
     connector. ``dry_run`` computes and validates everything and writes nothing."""
     import time
 
-    from cdcmirror.catalog.tables import apply_plan, ensure_namespace, read_existing
+    from cdcmirror.catalog.tables import read_existing
     from cdcmirror.source.discovery import discover
 
     def step(message: str) -> None:
@@ -140,7 +120,7 @@ def bootstrap(
     if register_connector:
         t = time.monotonic()
         client = ConnectClient(str(config.get("connect", "url")))
-        plan_c = conn_mod.plan_connector(config, catalog_src, secret_path)
+        plan_c = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
         if config.get("kafka", "format") == "avro":
             require_registry(config)
         _validate(client, plan_c, config, secret_path, dry_run)
@@ -156,15 +136,7 @@ def bootstrap(
 
     t = time.monotonic()
     if not dry_run:
-        if on_start:
-            on_start(len(plans))
-        if any(p.action == "create" for p in plans):
-            ensure_namespace(iceberg, str(config.get("iceberg", "namespace")))
-        version = int(config.get("iceberg", "format_version"))
-        for p in plans:
-            apply_plan(iceberg, p, version)
-            if on_table:
-                on_table(p.desired.identifier)
+        _apply_tables(config, iceberg, plans, on_start, on_table)
     timings["apply tables"] = time.monotonic() - t
 
     result_c: ConnectorResult | None = None
@@ -176,6 +148,27 @@ def bootstrap(
         timings["register connector"] = time.monotonic() - t
     timings["total"] = time.monotonic() - t0
     return BootstrapResult(catalog_src, plans, result_c, dry_run, timings)
+
+
+def _apply_tables(
+    config: Config,
+    iceberg: Any,
+    plans: list[TablePlan],
+    on_start: Callable[[int], None] | None,
+    on_table: Callable[[str], None] | None,
+) -> None:
+    """Create or evolve each Iceberg table as planned."""
+    from cdcmirror.catalog.tables import apply_plan, ensure_namespace
+
+    if on_start:
+        on_start(len(plans))
+    if any(p.action == "create" for p in plans):
+        ensure_namespace(iceberg, str(config.get("iceberg", "namespace")))
+    version = int(config.get("iceberg", "format_version"))
+    for p in plans:
+        apply_plan(iceberg, p, version)
+        if on_table:
+            on_table(p.desired.identifier)
 
 
 def _validate(

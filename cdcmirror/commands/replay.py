@@ -31,8 +31,8 @@ class ReplayResult:
 
 def replay_dead_letters(config: Config, table_name: str) -> ReplayResult:
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.mirror import build_applier, load_tables
     from cdcmirror.mirror.envelope import spark_name
-    from cdcmirror.mirror.run import build_applier, load_tables
     from cdcmirror.spark.session import build_spark_session
 
     catalog = load_catalog(config)

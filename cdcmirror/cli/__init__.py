@@ -1,0 +1,12 @@
+"""The `cdcmirror` command line: the group (``root.py``) and its subcommands."""
+
+from __future__ import annotations
+
+from cdcmirror.cli import commands, services  # noqa: F401  (they register the subcommands)
+from cdcmirror.cli.root import cli
+
+__all__ = ["cli", "main"]
+
+
+def main() -> None:
+    cli()

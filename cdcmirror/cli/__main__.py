@@ -1,0 +1,5 @@
+"""``python -m cdcmirror.cli``."""
+
+from cdcmirror.cli import main
+
+main()

@@ -1,0 +1,171 @@
+"""`cdcmirror stack`, `jars` and `check`: the services the mirror needs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cdcmirror.cli.root import _say, cli, handle_errors, slot_warnings
+from cdcmirror.exceptions import EXIT_DRIFT
+
+
+@cli.group()
+def stack() -> None:
+    """The local Kafka (KRaft) + Kafka Connect (Debezium) stack, on loopback, without Docker."""
+
+
+def _print_status(ctx: click.Context, statuses: list[Any]) -> None:
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
+        return
+    width = max(len(s.name) for s in statuses)
+    click.echo(f"{'part':<{width}} {'state':<10} {'address':<24} {'pid':<8} log")
+    for s in statuses:
+        click.echo(f"{s.name:<{width}} {s.state:<10} {s.address:<24} {s.pid or '-':<8} {s.log}")
+
+
+@stack.command("up")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Also the cluster profile: an S3 store (http://127.0.0.1:7070), an Iceberg REST "
+    "catalog (http://127.0.0.1:8181), a Spark standalone master (spark://127.0.0.1:7077) "
+    "and two workers.",
+)
+@click.pass_context
+@handle_errors
+def stack_up(ctx: click.Context, cluster: bool) -> None:
+    """Start the broker, the registry and the Connect worker (idempotent); return when all
+    are healthy."""
+    from cdcmirror.stack.control import Stack
+
+    _print_status(ctx, Stack().up(progress=_say, with_cluster=cluster))
+
+
+@stack.command("down")
+@handle_errors
+def stack_down() -> None:
+    """Stop the processes `stack up` started."""
+    from cdcmirror.stack.control import Stack
+
+    Stack().down(progress=_say)
+
+
+@stack.command("status")
+@click.pass_context
+@handle_errors
+def stack_status(ctx: click.Context) -> None:
+    """Show each part, its address and pid; exit 1 unless every part is healthy."""
+    from cdcmirror.stack.control import Stack
+
+    statuses = Stack().status()
+    _print_status(ctx, statuses)
+    if any(s.state != "healthy" for s in statuses):
+        sys.exit(EXIT_DRIFT)
+
+
+@cli.group()
+def jars() -> None:
+    """The pinned JVM jars (cdcmirror/jvm/manifest.toml) and their cache."""
+
+
+@jars.command("resolve")
+@click.argument("groups", nargs=-1)
+@click.pass_context
+@handle_errors
+def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
+    """Download the jar groups (all by default) from Maven Central unless already cached."""
+    from cdcmirror.jvm.resolve import resolve_all
+
+    result = resolve_all(names=groups or None, progress=_say)
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps({k: str(v) for k, v in result.items()}, indent=2))
+    else:
+        for name, path in result.items():
+            click.echo(f"{name:<20} {path}")
+
+
+@jars.command("submit")
+@click.pass_context
+@handle_errors
+def jars_submit(ctx: click.Context) -> None:
+    """The spark-submit arguments that run cdcmirror: --jars (the pinned Spark jars,
+    downloaded first if needed) and the Python entry point, for
+    `spark-submit --master URL $(cdcmirror jars submit) --config cdcmirror.toml mirror`."""
+    from cdcmirror.config import load_config
+    from cdcmirror.jvm.resolve import resolve_all
+    from cdcmirror.spark.session import spark_jars
+
+    entry = str(Path(__file__).with_name("submit.py"))  # not imported: it is a script
+    resolve_all(names=["spark"], progress=_say)
+    paths = spark_jars(load_config(ctx.obj["config_path"]))
+    if ctx.obj["output"] == "json":
+        click.echo(json.dumps({"jars": paths, "entry": entry}, indent=2))
+    else:
+        click.echo(f"--jars {','.join(paths)} {entry}")
+
+
+@cli.command("check")
+@click.pass_context
+@handle_errors
+def check(ctx: click.Context) -> None:
+    """Check that the configured Kafka, Kafka Connect (and, for Avro, the schema registry)
+    answer; exit 2 when one does not."""
+    from cdcmirror.config import load_config
+    from cdcmirror.exceptions import ServiceUnavailableError
+    from cdcmirror.stack import health
+
+    config = load_config(ctx.obj["config_path"])
+    kafka = str(config.get("kafka", "bootstrap_servers"))
+    connect = str(config.get("connect", "url"))
+    if not health.broker_answers_metadata(kafka, timeout=5.0):
+        raise ServiceUnavailableError(
+            f"Kafka at {kafka} does not answer; start it (`cdcmirror stack up`) or fix "
+            "kafka.bootstrap_servers"
+        )
+    click.echo(f"kafka    ok  {kafka}")
+    plugins = health.connect_plugins(connect, timeout=5.0)
+    if plugins is None:
+        raise ServiceUnavailableError(
+            f"Kafka Connect at {connect} does not answer; start it (`cdcmirror stack up`) "
+            "or fix connect.url"
+        )
+    debezium = sorted(p for p in plugins if p.startswith("io.debezium."))
+    click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
+    from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.connector_health import connector_problem
+    from cdcmirror.exceptions import ConnectorError
+
+    name = connector_name(str(config.get("source", "name")))
+    problem = None
+    if name not in ConnectClient(connect).names():
+        click.echo(f"connector -- {name} is not registered yet (`cdcmirror bootstrap` does it)")
+    else:
+        problem = connector_problem(connect, name)
+        if not problem:
+            click.echo(f"connector ok {name} RUNNING")
+    binlog = None
+    if config.get("source", "dialect") != "postgresql":
+        from cdcmirror.binlog_health import binlog_health
+        from cdcmirror.source.connection import open_engine
+
+        engine = open_engine(config)
+        try:
+            binlog = binlog_health(engine, connect, name)
+        finally:
+            engine.dispose()
+        if not binlog:
+            click.echo("binlog   ok  ROW, FULL row image, not compressed, connector inside history")
+    if problem or binlog:  # both: a failed task may be the sign of a reset binlog
+        raise ConnectorError("; ".join(p for p in (problem, binlog) if p))
+    for warning in slot_warnings(config):
+        click.echo(f"warning: {warning}", err=True)
+    if config.get("kafka", "format") == "avro":
+        from cdcmirror.commands.bootstrap import require_registry
+
+        click.echo(f"registry ok  {require_registry(config)}")

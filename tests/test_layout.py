@@ -1,0 +1,70 @@
+"""The direction of imports shows the architecture: the command line imports the commands,
+the commands wire adapters and core, and no package imports one that imports it back."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cdcmirror"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def unit(module: str) -> str:
+    """A package (``cdcmirror.spark``) or a top-level module (``cdcmirror.config``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def imports() -> dict[str, set[str]]:
+    """Every cdcmirror module each module imports, at the top or inside a function."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    out: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    target = full if full in modules else node.module
+                    if target.startswith("cdcmirror"):
+                        out[name].add(target)
+            elif isinstance(node, ast.Import):
+                out[name] |= {a.name for a in node.names if a.name.startswith("cdcmirror")}
+    return out
+
+
+def test_no_import_cycle_between_packages() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for source, targets in imports().items():
+        for target in targets:
+            if unit(source) != unit(target):
+                edges[unit(source)].add(unit(target))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo.extend(edges.get(here, ()))
+        return False
+
+    cycles = sorted(f"{a} -> {b} -> ... -> {a}" for a in edges for b in edges[a] if reaches(b, a))
+    assert not cycles, "\n".join(cycles)
+
+
+def test_only_the_command_line_imports_the_commands() -> None:
+    wrong = sorted(
+        f"{source} imports {target}"
+        for source, targets in imports().items()
+        for target in targets
+        if target.startswith("cdcmirror.commands")
+        and not source.startswith(("cdcmirror.cli", "cdcmirror.commands"))
+    )
+    assert not wrong, "\n".join(wrong)
