@@ -37,6 +37,11 @@ SCHEMA: dict[str, dict[str, str]] = {
     },
     "kafka": {"bootstrap_servers": "str", "format": "str", "schema_registry_url": "str"},
     "connect": {"url": "str", "secrets": "str"},
+    "bootstrap": {
+        "initial_load": "str",
+        "initial_load_min_rows": "int",
+        "rows_per_partition": "int",
+    },
     "iceberg": {
         "namespace": "str",
         "catalog": "table",
@@ -88,6 +93,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "schema_registry_url": "http://127.0.0.1:8081/apis/ccompat/v7",
     },
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
+    "bootstrap": {
+        # how a new connector's tables get their rows: "spark" reads them over JDBC in
+        # parallel, "debezium" snapshots them through Kafka, "auto" picks Spark from
+        # initial_load_min_rows rows (all tables together) on
+        "initial_load": "auto",
+        "initial_load_min_rows": 200000,
+        "rows_per_partition": 500000,
+    },
     "iceberg": {
         "namespace": "shop_mirror",
         "catalog": {},
@@ -123,6 +136,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("source", "dialect"): ("postgresql", "mysql"),
     ("connect", "secrets"): ("file", "env"),
+    ("bootstrap", "initial_load"): ("auto", "spark", "debezium"),
     ("mirror", "deletes"): ("hard", "soft"),
     ("mirror", "dead_letter"): ("table", "fail"),
     ("kafka", "format"): ("json", "json-schemaless", "avro"),

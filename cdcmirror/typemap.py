@@ -30,7 +30,17 @@ MILLI_TIMESTAMP = "int64 io.debezium.time.Timestamp"
 MICRO_TIMESTAMP = "int64 io.debezium.time.MicroTimestamp"
 ZONED_TIMESTAMP = "string io.debezium.time.ZonedTimestamp"
 BITS = "bytes io.debezium.data.Bits"
-UNKNOWN_CARRIER = "bytes"  # include.unknown.datatypes: the value's text, as bytes
+UNKNOWN_CARRIER = "bytes"
+MYSQL_GEOMETRIES = (  # besides point
+    "geometry",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+    "geomcollection",
+)  # include.unknown.datatypes: the value's text, as bytes
 
 
 @dataclass(frozen=True)
@@ -159,16 +169,7 @@ def _mysql(t: SourceType, options: MappingOptions) -> TypeMapping | None:
         return TypeMapping("int", "int32 io.debezium.time.Year")
     if n == "point":
         return TypeMapping("binary", "struct io.debezium.data.geometry.Point")
-    if n in (
-        "geometry",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-        "geomcollection",
-    ):
+    if n in MYSQL_GEOMETRIES:
         return TypeMapping("binary", "struct io.debezium.data.geometry.Geometry")
     return None
 

@@ -181,3 +181,25 @@ def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: st
     if current is None:
         return False
     return {k: str(v) for k, v in current.items()} == {**wanted, "name": name}
+
+
+SNAPSHOT_KEYS = ("snapshot.mode", "heartbeat.interval.ms")
+
+
+def keep_snapshot_settings(current: dict[str, Any], wanted: dict[str, str]) -> dict[str, str]:
+    """The wanted config with the registered connector's snapshot settings: how its tables
+    got their rows was decided when it was created, and changing it now would only restart
+    it.
+
+    >>> keep_snapshot_settings({"snapshot.mode": "no_data"}, {"snapshot.mode": "initial"})
+    {'snapshot.mode': 'no_data'}
+    >>> keep_snapshot_settings({}, {"snapshot.mode": "initial", "heartbeat.interval.ms": "1"})
+    {'snapshot.mode': 'initial'}
+    """
+    out = dict(wanted)
+    for key in SNAPSHOT_KEYS:
+        if key in current:
+            out[key] = str(current[key])
+        elif key != "snapshot.mode":
+            out.pop(key, None)
+    return out

@@ -24,6 +24,12 @@ class BootstrapResult:
     connector: ConnectorResult | None
     dry_run: bool
     timings: dict[str, float] = field(default_factory=dict)
+    load: Any = None  # commands/initial_load.LoadReport when Spark loaded tables
+
+    @property
+    def bad_rows(self) -> int:
+        """Rows the initial load could not write (a value that does not convert)."""
+        return int(self.load.bad_rows) if self.load is not None else 0
 
     @property
     def drift(self) -> list[TablePlan]:
@@ -87,8 +93,49 @@ def result_json(result: BootstrapResult) -> dict[str, Any]:
             "config": result.connector.config,
         },
         "drift": bool(result.drift),
+        "initial_load": load_json(result.load),
         "timings_seconds": {k: round(v, 3) for k, v in result.timings.items()},
     }
+
+
+def load_json(load: Any) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {
+        "mode": load.mode,
+        "estimated_rows": load.estimated_rows,
+        "start": load.start,
+        "tables": [
+            {
+                "iceberg": t.identifier,
+                "rows": t.rows,
+                "rows_not_loaded": t.bad,
+                "example": t.example,
+                "seconds": round(t.seconds, 3),
+                "rows_per_s": round(t.rows / t.seconds) if t.seconds else None,
+                "reads": t.reads,
+            }
+            for t in load.tables
+        ],
+    }
+
+
+def load_lines(load: Any) -> list[str]:
+    if load is None:
+        return []
+    lines = [f"initial load ({load.mode}): {load.start}"]
+    for t in load.tables:
+        rate = f"{t.rows / t.seconds:,.0f} rows/s" if t.seconds else "-"
+        lines.append(
+            f"  {t.identifier}: {t.rows:,} rows in {t.seconds:.1f} s ({rate}, {t.reads} reads)"
+        )
+        if t.bad:
+            lines.append(
+                f"      NOT LOADED: {t.bad:,} row(s) with a value that does not convert, e.g. "
+                f"{t.example}; fix them at the source (the mirror then streams them) or see "
+                "`cdcmirror reconcile --deep`"
+            )
+    return lines
 
 
 def result_text(result: BootstrapResult) -> str:
@@ -121,6 +168,7 @@ def result_text(result: BootstrapResult) -> str:
         if result.dry_run:
             width = max(len(k) for k in rc.config)
             lines.extend(f"    {k:<{width}} = {v}" for k, v in rc.config.items())
+    lines.extend(load_lines(result.load))
     if result.drift:
         lines.append(f"drift in {len(result.drift)} table(s). {DRIFT_ADVICE}.")
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,22 @@ def evolve_table(
         ", ".join(f"{n} {t}" for n, t, _ in add) or "nothing",
         ", ".join(f"{n} -> {t}" for n, t in widen) or "nothing",
     )
+
+
+def set_properties(catalog: Any, identifier: str, properties: dict[str, str]) -> None:
+    """Set table properties in one commit, read again when another commit came between."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    for attempt in range(5):
+        table = catalog.load_table(identifier)
+        try:
+            with table.transaction() as tx:
+                tx.set_properties(properties)
+            return
+        except CommitFailedException:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def current_snapshot(catalog: Any, identifier: str) -> tuple[int, int] | None:

@@ -26,13 +26,25 @@ PROGRESS_BAR_MIN_TABLES = 20
     help="text (default) or json: the mapping source table -> Iceberg table, per column.",
 )
 @click.option("--no-connector", is_flag=True, help="Create the tables only; leave Connect alone.")
+@click.option(
+    "--initial-load",
+    type=click.Choice(["auto", "spark", "debezium"]),
+    default=None,
+    help="How a new connector's tables get their rows (default [bootstrap] initial_load): "
+    "spark reads them over JDBC in parallel, debezium snapshots them through Kafka.",
+)
 @click.pass_context
 @handle_errors
 def bootstrap_cmd(
-    ctx: click.Context, dry_run: bool, output_opt: str | None, no_connector: bool
+    ctx: click.Context,
+    dry_run: bool,
+    output_opt: str | None,
+    no_connector: bool,
+    initial_load: str | None,
 ) -> None:
-    """Discover the source tables, create or evolve their Iceberg tables, register the
-    Debezium connector. Exit 1 when a table has drifted in a way cdcmirror will not change."""
+    """Discover the source tables, create or evolve their Iceberg tables, load their rows,
+    register the Debezium connector. Exit 1 when a table has drifted in a way cdcmirror will
+    not change, or when the initial load left rows out (named)."""
     from cdcmirror.bootstrap.report import result_json, result_text
     from cdcmirror.commands.bootstrap import bootstrap
     from cdcmirror.config import load_config
@@ -60,6 +72,8 @@ def bootstrap_cmd(
             on_table=on_table,
             on_start=start_bar,
             on_step=_say,
+            initial_load=initial_load,
+            on_progress=show_load_progress(sys.stderr),
         )
     finally:
         if bar is not None:
@@ -68,8 +82,24 @@ def bootstrap_cmd(
         click.echo(json.dumps(result_json(result), indent=2))
     else:
         click.echo(result_text(result))
-    if result.drift:
+    if result.drift or result.bad_rows:
         sys.exit(EXIT_DRIFT)
+
+
+def show_load_progress(stream: Any) -> Any:
+    """The initial load's progress: a line rewritten in place on a terminal, a JSON line
+    per table and report otherwise (logs, CI)."""
+    terminal = stream.isatty()
+
+    def show(progress: Any) -> None:
+        if terminal:
+            end = "\n" if progress.done else ""
+            stream.write("\r\033[K" + progress.text() + end)
+        else:
+            stream.write(progress.json_line() + "\n")
+        stream.flush()
+
+    return show
 
 
 @cli.command("mirror")

@@ -13,10 +13,13 @@ from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.catalog_properties import embedded_catalog_paths
+from cdcmirror.commands.initial_load import LoadContext, LoadDecision, LoadReport, load_tables
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
 from cdcmirror.exceptions import ConfigError, ConnectorError, UnsupportedTypeError
+from cdcmirror.load.plan import LOAD_PROPERTY, PENDING, SPARK, choose, snapshot_mode
+from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
 from cdcmirror.source_model import SourceCatalog
 from cdcmirror.typemap import MappingOptions
@@ -93,9 +96,12 @@ def bootstrap(
     on_start: Callable[[int], None] | None = None,
     on_step: Callable[[str], None] | None = None,
     wait_timeout: float = 120.0,
+    initial_load: str | None = None,
+    on_progress: Callable[[TableProgress], None] | None = None,
 ) -> BootstrapResult:
-    """Discover the included tables, create or evolve their Iceberg tables, register the
-    connector. ``dry_run`` computes and validates everything and writes nothing."""
+    """Discover the included tables, create or evolve their Iceberg tables, load their rows
+    (``initial_load``, default ``[bootstrap] initial_load``), register the connector.
+    ``dry_run`` computes and validates everything and writes nothing."""
     import time
 
     from cdcmirror.catalog.tables import read_existing
@@ -121,6 +127,9 @@ def bootstrap(
         t = time.monotonic()
         client = ConnectClient(str(config.get("connect", "url")))
         plan_c = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
+        load = _decide_load(config, client, plan_c, catalog_src, initial_load)
+        plan_c = load.connector
+        step(load.describe())
         if config.get("kafka", "format") == "avro":
             require_registry(config)
         _validate(client, plan_c, config, secret_path, dry_run)
@@ -129,9 +138,12 @@ def bootstrap(
     t = time.monotonic()
     iceberg = _open_catalog(config, dry_run)
     plans = []
+    pending: list[DesiredTable] = []  # tables an interrupted load left without their rows
     for d in desired:
         existing = read_existing(iceberg, d.identifier) if iceberg is not None else None
         plans.append(plan_table(d, existing))
+        if existing is not None and existing.properties.get(LOAD_PROPERTY) == PENDING:
+            pending.append(d)
     timings["plan tables"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -140,14 +152,77 @@ def bootstrap(
     timings["apply tables"] = time.monotonic() - t
 
     result_c: ConnectorResult | None = None
+    report: LoadReport | None = None
     if plan_c is not None and client is not None:
-        if not dry_run:
-            step(f"registering connector {plan_c.name}")
+        c, plan = client, plan_c
+
+        def register() -> ConnectorResult:
+            if not dry_run:
+                step(f"registering connector {plan.name}")
+            return _register(c, plan, secret_path, dry_run, wait_timeout)
+
         t = time.monotonic()
-        result_c = _register(client, plan_c, secret_path, dry_run, wait_timeout)
-        timings["register connector"] = time.monotonic() - t
+        if dry_run or (load.mode != SPARK and not pending):
+            result_c = register()
+        else:
+            todo = desired if load.mode == SPARK else pending
+            step(f"loading {len(todo)} table(s) through Spark ({load.estimated_rows:,} rows)")
+            ctx = _load_context(config, iceberg, catalog_src.dialect, load, on_progress)
+            report, result_c = load_tables(ctx, todo, register, plan.name, load.mode == SPARK)
+        timings["load and register connector"] = time.monotonic() - t
     timings["total"] = time.monotonic() - t0
-    return BootstrapResult(catalog_src, plans, result_c, dry_run, timings)
+    return BootstrapResult(catalog_src, plans, result_c, dry_run, timings, report)
+
+
+def _decide_load(
+    config: Config,
+    client: ConnectClient,
+    plan: conn_mod.ConnectorPlan,
+    catalog_src: SourceCatalog,
+    override: str | None,
+) -> LoadDecision:
+    """Spark or Debezium for the rows: only a connector registered now takes an initial
+    load; a registered one keeps the snapshot settings it runs with."""
+    from dataclasses import replace
+
+    if plan.name in client.names():
+        kept = conn_mod.keep_snapshot_settings(client.config(plan.name), plan.config)
+        return LoadDecision("existing", 0, {}, replace(plan, config=kept), None)
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.load_reads import estimated_rows
+
+    engine = open_engine(config)
+    estimates = estimated_rows(
+        engine, catalog_src.dialect, [t.qualified for t in catalog_src.tables]
+    )
+    total = sum(estimates.values())
+    mode = choose(
+        override or str(config.get("bootstrap", "initial_load")),
+        total,
+        int(config.get("bootstrap", "initial_load_min_rows")),
+    )
+    connector = replace(plan, config={**plan.config, **snapshot_mode(mode)})
+    return LoadDecision(mode, total, estimates, connector, engine)
+
+
+def _load_context(
+    config: Config,
+    iceberg: Any,
+    dialect: str,
+    load: LoadDecision,
+    on_progress: Callable[[TableProgress], None] | None,
+) -> LoadContext:
+    from cdcmirror.source.connection import open_engine
+
+    return LoadContext(
+        config=config,
+        engine=load.engine or open_engine(config),
+        url=source_url(config),
+        iceberg=iceberg,
+        dialect=dialect,
+        estimates=load.estimates,
+        on_progress=on_progress or (lambda p: logger.info("%s", p.text())),
+    )
 
 
 def _apply_tables(

@@ -106,3 +106,33 @@ def behind_truncate_sql(mark: Sequence[int], mark_ts_us: int | None, n: int) -> 
         "_cdc_position", "_cdc_source_ts", literal, f"timestamp_micros({int(mark_ts_us)}L)", n
     )
     return f"count_if(_error IS NULL AND {gap})"
+
+
+# -- rows of the initial load ----------------------------------------------------------------
+LOADED_KAFKA = [-1, -1]  # no Kafka record: partition and offset of a loaded row
+
+
+def binlog_file_index(file: str) -> int:
+    """The number of a binlog file, as the stream's positions have it (``envelope.py``).
+
+    >>> binlog_file_index("mysql-bin.000042")
+    42
+    """
+    return int(file.rsplit(".", 1)[-1])
+
+
+def loaded_position(dialect: str, start: tuple[int, ...]) -> list[int]:
+    """The position of a row read by the initial load at the stream's fixed ``start``
+    (PostgreSQL: the slot's LSN; MySQL/MariaDB: binlog file index and offset): snapshot
+    phase, so every change streamed from ``start`` on is newer (``load/plan.py``).
+
+    >>> loaded_position("postgresql", (5000,))
+    [0, 5000, 5000, -1, -1]
+    >>> loaded_position("mysql", (2, 1234))
+    [0, 2, 1234, 0, -1, -1]
+    """
+    if dialect == "postgresql":
+        (lsn,) = start
+        return [0, lsn, lsn, *LOADED_KAFKA]
+    file_index, pos = start
+    return [0, file_index, pos, 0, *LOADED_KAFKA]

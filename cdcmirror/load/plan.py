@@ -1,0 +1,109 @@
+"""What the initial load does with each table: its columns, the query that reads them, the
+position and commit time its rows get, and whether Spark or Debezium loads at all. Pure.
+
+Why the result is the source's state, with changes streaming all along: the connector's
+stream starts at a position fixed *before* any row is read (PostgreSQL: the replication
+slot, whose exported snapshot every read shares; MySQL/MariaDB: the connector's first
+committed binlog offset). Every loaded row carries a snapshot-phase position (phase 0,
+``mirror/positions.py``), below every streamed change, so the mirror, started after the
+load, applies each change committed since the fixed position on top through its usual
+position guard: an update or delete made during the load wins over the loaded row, a row
+inserted during the load arrives as its insert, and a change the read already saw is
+applied again with the same values (MySQL's row images are complete; PostgreSQL's reads
+see exactly the state at the slot's start, so none of its changes was seen).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdcmirror.load import mysql, postgresql
+from cdcmirror.load.columns import LoadColumn
+from cdcmirror.source_model import SourceColumn
+
+SPARK = "spark"
+DEBEZIUM = "debezium"
+AUTO = "auto"
+MODES = (AUTO, SPARK, DEBEZIUM)
+# table property: "pending" until the table's rows are loaded, then the load's summary
+LOAD_PROPERTY = "cdcmirror.initial-load"
+PENDING = "pending"
+SUMMARY_PROPERTY = "cdcmirror.initial-load"  # snapshot summary of the load's commit
+
+
+@dataclass(frozen=True)
+class TableLoad:
+    identifier: str  # the Iceberg table
+    source: str  # schema.table
+    dialect: str
+    key: tuple[str, ...]
+    columns: tuple[LoadColumn, ...]
+    key_types: tuple[tuple[str, str], ...] = ()  # (key column, source type name)
+
+    def query(self, where: str) -> str:
+        """The JDBC ``dbtable`` of one partition: a subquery reading every column of the
+        rows ``where`` selects (a condition on the table's own columns, or ``ctid``)."""
+        dialect = postgresql if self.dialect == "postgresql" else mysql
+        selects = ", ".join(c.select for c in self.columns)
+        return f"(SELECT {selects} FROM {dialect.table_sql(self.source)} WHERE {where}) s"
+
+
+def load_columns(
+    dialect: str,
+    qualified: str,
+    columns: Sequence[SourceColumn],
+    mapped: Sequence[tuple[str, str]],
+) -> tuple[LoadColumn, ...]:
+    """Each column's reading; ``mapped`` is (Iceberg type, carrier) per column. Raises
+    ``NotLoadable`` for a column the load cannot produce exactly.
+
+    >>> from cdcmirror.source_model import SourceType
+    >>> cols = [SourceColumn("id", SourceType("bigint", "bigint"))]
+    >>> load_columns("postgresql", "s.t", cols, [("long", "int64")])[0].select
+    '"id"::bigint AS c0'
+    """
+    reader = postgresql if dialect == "postgresql" else mysql
+    return tuple(
+        reader.load_column(f"{qualified}.{c.name}", c.name, f"c{i}", c.type, iceberg, carrier)
+        for i, (c, (iceberg, carrier)) in enumerate(zip(columns, mapped, strict=True))
+    )
+
+
+def choose(mode: str, estimated_rows: int, min_rows: int) -> str:
+    """Spark or Debezium: ``auto`` takes Spark when the tables hold ``min_rows`` or more.
+
+    >>> choose("auto", 5_000_000, 200_000), choose("auto", 10, 200_000)
+    ('spark', 'debezium')
+    >>> choose("debezium", 10**9, 1)
+    'debezium'
+    """
+    if mode == AUTO:
+        return SPARK if estimated_rows >= min_rows else DEBEZIUM
+    return mode
+
+
+def snapshot_mode(load: str) -> dict[str, str]:
+    """The connector settings for a load by ``load``: Debezium streams only when Spark
+    loads the rows (``no_data``), and MySQL/MariaDB commit an offset soon without changes
+    (heartbeats), which is how the load learns that the stream's start is fixed.
+
+    >>> snapshot_mode("spark")["snapshot.mode"], snapshot_mode("debezium")
+    ('no_data', {})
+    """
+    if load != SPARK:
+        return {}
+    return {"snapshot.mode": "no_data", "heartbeat.interval.ms": "2000"}
+
+
+def summary(position: Sequence[int], source_ts_us: int, rows: int) -> str:
+    """The load's record in the table's snapshot summary and properties.
+
+    >>> summary([0, 5, 5, -1, -1], 7, 3)
+    '{"position": [0, 5, 5, -1, -1], "rows": 3, "source_ts_us": 7}'
+    """
+    return json.dumps(
+        {"position": list(position), "rows": rows, "source_ts_us": source_ts_us},
+        sort_keys=True,
+    )
