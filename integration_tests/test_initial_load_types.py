@@ -54,6 +54,7 @@ MARIA_MORE = """
 INSERT INTO numbers VALUES (2, 127, 0, false, 32767, 0, 8388607, 0, -2147483648, 0,
   9223372036854775807, 0, b'0', b'0000000001', -0.001, 0, -1.5e-10, 1e-300, 1901);
 INSERT INTO numbers (id, c_int) VALUES (3, 0);
+INSERT INTO numbers (id, c_int, c_boolean) VALUES (4, 0, 2);
 INSERT INTO texts VALUES (2, 'b', 'a', '', 'Ünïcødé 😀', '', 'x', 'y', 'sad', '', '[]',
   '00000000-0000-0000-0000-000000000001', 0x01000000, X'', 0x00, X'', 0xff00);
 INSERT INTO texts (tenant, code) VALUES (3, 'c');
@@ -150,8 +151,12 @@ def _twice(
     else:
         sc.settle()
     result = run_cli(configs["l"], "bootstrap")
-    assert result.exit_code == 0, result.output
     assert "initial load (spark)" in result.output, result.output
+    if dialect == "mysql":  # a tinyint(1) holding 2: no boolean, dead-lettered when streamed
+        assert result.exit_code == 1, result.output
+        assert "NOT LOADED: 1 row(s)" in result.output and "4: c_boolean" in result.output
+    else:
+        assert result.exit_code == 0, result.output
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
     for path in configs.values():
         mirror(load_config(path), available_now=True)
