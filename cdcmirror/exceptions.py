@@ -52,6 +52,10 @@ class UnsupportedTypeError(CdcMirrorError):
     """A source column has a type cdcmirror cannot map to Iceberg."""
 
 
+class NotLoadableError(UnsupportedTypeError):
+    """A column whose value the initial load by Spark cannot produce exactly as the stream."""
+
+
 class SourceError(CdcMirrorError):
     """The source database refused the connection, or its catalog is not what cdcmirror needs."""
 

@@ -22,8 +22,8 @@ from integration_tests.mirror_env import Source, Workload, create_table_sql
 from integration_tests.mirror_fixture import Mirrored, make_config
 
 SEED = 20261125
-ROWS = 30_000
-LOAD = {"initial_load": "spark", "rows_per_partition": 6_000}
+ROWS = 12_000
+LOAD = {"initial_load": "spark", "rows_per_partition": 2_500}
 
 
 @dataclass
@@ -134,7 +134,7 @@ def maria_loaded(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterat
         f"{database}.*",
         database,
         bootstrap=LOAD,
-        mirror={"max_events_per_batch": 500},  # many small batches
+        mirror={"max_events_per_batch": 1500},  # many small batches
     )
     m = Mirrored(database, source, config, spark_world.spark, workload, [])
     try:
@@ -159,5 +159,5 @@ def test_mariadb_load_while_changing_equals_the_source(
     maria_loaded: Loaded, spark_world: SparkWorld
 ) -> None:
     """MariaDB: key ranges read after the connector's first offset, changes going on, the
-    mirror in batches of 500 events; both tables equal the source."""
+    mirror in batches of 1,500 events; both tables equal the source."""
     _check_loaded(maria_loaded, spark_world)

@@ -4,6 +4,8 @@ choice between Spark and Debezium, the connector's snapshot settings."""
 
 from __future__ import annotations
 
+import io
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from cdcmirror.bootstrap.connector import keep_snapshot_settings
-from cdcmirror.load.columns import NotLoadable
+from cdcmirror.cli.commands import show_load_progress
+from cdcmirror.exceptions import NotLoadableError
 from cdcmirror.load.partitions import (
     block_ranges,
     integer_ranges,
@@ -19,6 +22,7 @@ from cdcmirror.load.partitions import (
     point_ranges,
 )
 from cdcmirror.load.plan import choose, load_columns, snapshot_mode
+from cdcmirror.load.progress import TableProgress
 from cdcmirror.source_model import SourceColumn, SourceType
 from cdcmirror.typemap import map_column
 from tests.test_type_mapping_doc import source_type
@@ -53,7 +57,7 @@ def test_doc_row_is_the_load(dialect: str, text: str, loads: str) -> None:
         (read,) = load_columns(dialect, "s.t", column, [(mapping.iceberg, mapping.carrier)])
         assert read.select.endswith(" AS c0") and "c0" in read.convert
     else:
-        with pytest.raises(NotLoadable, match=r's\.t\.c: type .* initial_load = "debezium"'):
+        with pytest.raises(NotLoadableError, match=r's\.t\.c: type .* initial_load = "debezium"'):
             load_columns(dialect, "s.t", column, [(mapping.iceberg, mapping.carrier)])
 
 
@@ -143,3 +147,30 @@ def test_a_registered_connector_keeps_how_it_started() -> None:
         "topic.prefix": "shop",
         "heartbeat.interval.ms": "2000",
     }
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_json_lines_off_a_terminal_and_one_line_on_it() -> None:
+    running = TableProgress("db.t", 1_000_000, 2, 8, 10.0)
+    done = TableProgress("db.t", 1_000_000, 8, 8, 40.0, rows=999_000)
+    piped = io.StringIO()
+    show = show_load_progress(piped)
+    show(running)
+    show(done)
+    lines = [json.loads(line) for line in piped.getvalue().splitlines()]
+    assert [(x["rows"], x["eta_s"], x["done"]) for x in lines] == [
+        (250_000, 30.0, False),
+        (999_000, 0.0, True),
+    ]
+    assert lines[0]["rows_per_s"] == 25_000
+    terminal = _Terminal()
+    show = show_load_progress(terminal)
+    show(running)
+    show(done)
+    text = terminal.getvalue()
+    assert text.count("\n") == 1 and text.endswith("done\n")
+    assert "2/8 reads, ETA 30 s" in text and "\r" in text

@@ -13,11 +13,22 @@ from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.catalog_properties import embedded_catalog_paths
-from cdcmirror.commands.initial_load import LoadContext, LoadDecision, LoadReport, load_tables
+from cdcmirror.commands.initial_load import (
+    LoadContext,
+    LoadDecision,
+    LoadReport,
+    load_tables,
+    table_load,
+)
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
-from cdcmirror.exceptions import ConfigError, ConnectorError, UnsupportedTypeError
+from cdcmirror.exceptions import (
+    ConfigError,
+    ConnectorError,
+    NotLoadableError,
+    UnsupportedTypeError,
+)
 from cdcmirror.load.plan import LOAD_PROPERTY, PENDING, SPARK, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
@@ -127,7 +138,7 @@ def bootstrap(
         t = time.monotonic()
         client = ConnectClient(str(config.get("connect", "url")))
         plan_c = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
-        load = _decide_load(config, client, plan_c, catalog_src, initial_load)
+        load = _decide_load(config, client, plan_c, catalog_src, desired, initial_load)
         plan_c = load.connector
         step(load.describe())
         if config.get("kafka", "format") == "avro":
@@ -179,10 +190,12 @@ def _decide_load(
     client: ConnectClient,
     plan: conn_mod.ConnectorPlan,
     catalog_src: SourceCatalog,
+    desired: list[DesiredTable],
     override: str | None,
 ) -> LoadDecision:
     """Spark or Debezium for the rows: only a connector registered now takes an initial
-    load; a registered one keeps the snapshot settings it runs with."""
+    load; a registered one keeps the snapshot settings it runs with. ``auto`` falls back to
+    Debezium when a column cannot be loaded by Spark; an explicit ``spark`` stops (exit 2)."""
     from dataclasses import replace
 
     if plan.name in client.names():
@@ -196,13 +209,19 @@ def _decide_load(
         engine, catalog_src.dialect, [t.qualified for t in catalog_src.tables]
     )
     total = sum(estimates.values())
-    mode = choose(
-        override or str(config.get("bootstrap", "initial_load")),
-        total,
-        int(config.get("bootstrap", "initial_load_min_rows")),
-    )
+    asked = override or str(config.get("bootstrap", "initial_load"))
+    mode = choose(asked, total, int(config.get("bootstrap", "initial_load_min_rows")))
+    why = ""
+    if mode == SPARK:
+        try:
+            for d in desired:
+                table_load(catalog_src.dialect, d)
+        except NotLoadableError as exc:
+            if asked == SPARK:
+                raise
+            mode, why = "debezium", f"; Spark cannot load {exc}"
     connector = replace(plan, config={**plan.config, **snapshot_mode(mode)})
-    return LoadDecision(mode, total, estimates, connector, engine)
+    return LoadDecision(mode, total, estimates, connector, engine, why)
 
 
 def _load_context(

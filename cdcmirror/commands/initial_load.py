@@ -78,11 +78,12 @@ class LoadDecision:
     estimates: dict[str, int]  # source table -> estimated rows
     connector: Any  # the connector plan, with the snapshot settings of the mode
     engine: Any  # the source (SQLAlchemy), opened for the estimates
+    why: str = ""  # why auto did not take Spark although the tables are big enough
 
     def describe(self) -> str:
         if self.mode == "existing":
             return "initial load: none (the connector is registered already)"
-        return f"initial load: {self.mode} ({self.estimated_rows:,} rows estimated)"
+        return f"initial load: {self.mode} ({self.estimated_rows:,} rows estimated{self.why})"
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def load_tables(
             "`cdcmirror teardown --yes --topics --tables`, then `cdcmirror bootstrap`"
         )
     report = LoadReport("spark", sum(ctx.estimates.values()))
-    loads = [_table_load(ctx.dialect, d) for d in tables]  # refuses what it cannot load
+    loads = [table_load(ctx.dialect, d) for d in tables]  # refuses what it cannot load
     _mark_pending(ctx.iceberg, [d.identifier for d in tables])
     lease = my_lease(LEASE_HOLDER)
     with _Leased(ctx.iceberg, [d.identifier for d in tables], lease):
@@ -130,7 +131,8 @@ def load_tables(
     return report, result
 
 
-def _table_load(dialect: str, d: DesiredTable) -> TableLoad:
+def table_load(dialect: str, d: DesiredTable) -> TableLoad:
+    """How the table is read; raises ``NotLoadableError`` naming a column Spark cannot load."""
     columns = [d.source.column(m.source) for m in d.mappings]
     mapped = [(m.iceberg_type, m.carrier) for m in d.mappings]
     return TableLoad(

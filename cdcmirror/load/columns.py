@@ -7,7 +7,7 @@ as microseconds, exotic types as their text), then turned into its Iceberg type 
 SQL expression over that alias (``convert``). The value must be the one the Debezium event
 of the same row decodes to (``mirror/carriers.py``): ``integration_tests/test_initial_load.py``
 compares both, column by column, over every type of ``docs/type-mapping.md``. A column
-whose value the load cannot produce exactly is refused (``NotLoadable``) before anything is
+whose value the load cannot produce exactly is refused (``NotLoadableError``) before anything is
 read, naming the column; such tables take ``initial_load = "debezium"``.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cdcmirror.exceptions import NotLoadableError
 from cdcmirror.source_model import SourceType
 
 
@@ -25,10 +26,6 @@ class LoadColumn:
     alias: str  # its name in the JDBC query
     select: str  # source SQL, read as ``alias``
     convert: str  # Spark SQL over ``alias``: the value in its Iceberg type
-
-
-class NotLoadable(ValueError):
-    """A column whose value the initial load cannot produce exactly as the stream does."""
 
 
 SPARK_TYPES = {
@@ -112,8 +109,8 @@ def error_sql(columns: Sequence[LoadColumn]) -> str:
     return f"NULLIF(concat_ws(', ', {checks}), '')" if columns else "CAST(NULL AS STRING)"
 
 
-def unsupported(where: str, source_type: SourceType, why: str) -> NotLoadable:
-    return NotLoadable(
+def unsupported(where: str, source_type: SourceType, why: str) -> NotLoadableError:
+    return NotLoadableError(
         f'{where}: type {source_type.text} cannot be loaded with initial_load = "spark" '
         f'({why}); set [bootstrap] initial_load = "debezium", or leave the table out'
     )

@@ -57,7 +57,7 @@ def load_columns(
     mapped: Sequence[tuple[str, str]],
 ) -> tuple[LoadColumn, ...]:
     """Each column's reading; ``mapped`` is (Iceberg type, carrier) per column. Raises
-    ``NotLoadable`` for a column the load cannot produce exactly.
+    ``NotLoadableError`` for a column the load cannot produce exactly.
 
     >>> from cdcmirror.source_model import SourceType
     >>> cols = [SourceColumn("id", SourceType("bigint", "bigint"))]
