@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
@@ -113,76 +115,114 @@ def bootstrap(
     """Discover the included tables, create or evolve their Iceberg tables, load their rows
     (``initial_load``, default ``[bootstrap] initial_load``), register the connector.
     ``dry_run`` computes and validates everything and writes nothing."""
-    import time
-
-    from cdcmirror.catalog.tables import read_existing
     from cdcmirror.source.discovery import discover
 
-    def step(message: str) -> None:
-        logger.info("%s", message)
-        if on_step:
-            on_step(message)
-
-    timings: dict[str, float] = {}
-    t0 = time.monotonic()
-    step("discovering source tables")
-    catalog_src = discover(config, require_safe_source=True)
-    timings["discover"] = time.monotonic() - t0
+    run = _Steps(on_step)
+    run.step("discovering source tables")
+    catalog_src = run.timed("discover", lambda: discover(config, require_safe_source=True))
     desired = _desired(config, catalog_src)
-    step(f"{len(desired)} tables mapped")
-
-    client: ConnectClient | None = None
-    plan_c: conn_mod.ConnectorPlan | None = None
-    secret_path = conn_mod.secret_file(config, str(config.get("source", "name")))
+    run.step(f"{len(desired)} tables mapped")
+    work: _ConnectorWork | None = None
     if register_connector:
-        t = time.monotonic()
-        client = ConnectClient(str(config.get("connect", "url")))
-        plan_c = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
-        load = _decide_load(config, client, plan_c, catalog_src, desired, initial_load)
-        plan_c = load.connector
-        step(load.describe())
-        if config.get("kafka", "format") == "avro":
-            require_registry(config)
-        _validate(client, plan_c, config, secret_path, dry_run)
-        timings["validate connector"] = time.monotonic() - t
-
-    t = time.monotonic()
+        work = run.timed(
+            "validate connector",
+            lambda: _plan_connector(config, catalog_src, desired, initial_load, dry_run, run),
+        )
     iceberg = _open_catalog(config, dry_run)
-    plans = []
-    pending: list[DesiredTable] = []  # tables an interrupted load left without their rows
+    plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired))
+    if not dry_run:
+        run.timed("apply tables", lambda: _apply_tables(config, iceberg, plans, on_start, on_table))
+    result_c: ConnectorResult | None = None
+    report: LoadReport | None = None
+    if work is not None:
+        w = work
+
+        def register() -> ConnectorResult:
+            if not dry_run:
+                run.step(f"registering connector {w.plan.name}")
+            return _register(w.client, w.plan, w.secret_path, dry_run, wait_timeout)
+
+        if dry_run or (w.load.mode != SPARK and not pending):
+            result_c = run.timed("register connector", register)
+        else:
+            todo = desired if w.load.mode == SPARK else pending
+            run.step(f"loading {len(todo)} table(s) through Spark")
+            ctx = _load_context(config, iceberg, catalog_src.dialect, w.load, on_progress)
+            report, result_c = run.timed(
+                "load and register connector",
+                lambda: load_tables(ctx, todo, register, w.plan.name, w.load.mode == SPARK),
+            )
+    run.timings["total"] = time.monotonic() - run.started
+    return BootstrapResult(catalog_src, plans, result_c, dry_run, run.timings, report)
+
+
+T = TypeVar("T")
+
+
+class _Steps:
+    """Bootstrap's progress lines and the seconds of each step."""
+
+    def __init__(self, on_step: Callable[[str], None] | None) -> None:
+        self.on_step = on_step
+        self.timings: dict[str, float] = {}
+        self.started = time.monotonic()
+
+    def step(self, message: str) -> None:
+        logger.info("%s", message)
+        if self.on_step:
+            self.on_step(message)
+
+    def timed(self, name: str, fn: Callable[[], T]) -> T:
+        started = time.monotonic()
+        try:
+            return fn()
+        finally:
+            self.timings[name] = time.monotonic() - started
+
+
+@dataclass(frozen=True)
+class _ConnectorWork:
+    client: ConnectClient
+    plan: conn_mod.ConnectorPlan
+    load: LoadDecision
+    secret_path: Path
+
+
+def _plan_connector(
+    config: Config,
+    catalog_src: SourceCatalog,
+    desired: list[DesiredTable],
+    initial_load: str | None,
+    dry_run: bool,
+    run: _Steps,
+) -> _ConnectorWork:
+    """The connector's config (with the initial load's snapshot settings), validated by
+    Connect before anything is written."""
+    secret_path = conn_mod.secret_file(config, str(config.get("source", "name")))
+    client = ConnectClient(str(config.get("connect", "url")))
+    plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
+    load = _decide_load(config, client, plan, catalog_src, desired, initial_load)
+    run.step(load.describe())
+    if config.get("kafka", "format") == "avro":
+        require_registry(config)
+    _validate(client, load.connector, config, secret_path, dry_run)
+    return _ConnectorWork(client, load.connector, load, secret_path)
+
+
+def _plan_tables(
+    iceberg: Any, desired: list[DesiredTable]
+) -> tuple[list[TablePlan], list[DesiredTable]]:
+    """What to create or change per table, and the tables an interrupted load left
+    without their rows."""
+    from cdcmirror.catalog.tables import read_existing
+
+    plans, pending = [], []
     for d in desired:
         existing = read_existing(iceberg, d.identifier) if iceberg is not None else None
         plans.append(plan_table(d, existing))
         if existing is not None and existing.properties.get(LOAD_PROPERTY) == PENDING:
             pending.append(d)
-    timings["plan tables"] = time.monotonic() - t
-
-    t = time.monotonic()
-    if not dry_run:
-        _apply_tables(config, iceberg, plans, on_start, on_table)
-    timings["apply tables"] = time.monotonic() - t
-
-    result_c: ConnectorResult | None = None
-    report: LoadReport | None = None
-    if plan_c is not None and client is not None:
-        c, plan = client, plan_c
-
-        def register() -> ConnectorResult:
-            if not dry_run:
-                step(f"registering connector {plan.name}")
-            return _register(c, plan, secret_path, dry_run, wait_timeout)
-
-        t = time.monotonic()
-        if dry_run or (load.mode != SPARK and not pending):
-            result_c = register()
-        else:
-            todo = desired if load.mode == SPARK else pending
-            step(f"loading {len(todo)} table(s) through Spark ({load.estimated_rows:,} rows)")
-            ctx = _load_context(config, iceberg, catalog_src.dialect, load, on_progress)
-            report, result_c = load_tables(ctx, todo, register, plan.name, load.mode == SPARK)
-        timings["load and register connector"] = time.monotonic() - t
-    timings["total"] = time.monotonic() - t0
-    return BootstrapResult(catalog_src, plans, result_c, dry_run, timings, report)
+    return plans, pending
 
 
 def _decide_load(
