@@ -24,3 +24,13 @@ def test_config_show_masks_the_password(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.exit_code == 0, result.output
     assert "hunter2" not in result.output
     assert json.loads(result.output)["source"]["password"] == "***"
+
+
+def test_jars_submit_names_the_entry_point_that_exists() -> None:
+    """spark-submit runs the file ``jars submit`` names (the layout once moved it away)."""
+    result = CliRunner().invoke(cli, ["jars", "submit"])
+    assert result.exit_code == 0, result.output
+    args = result.stdout.split()  # progress lines go to stderr
+    entry = Path(args[2])
+    assert args[0] == "--jars" and entry.is_file(), result.output
+    assert entry.name == "submit.py" and entry.parent.name == "cdcmirror"

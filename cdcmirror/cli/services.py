@@ -100,7 +100,7 @@ def jars_submit(ctx: click.Context) -> None:
     from cdcmirror.jvm.resolve import resolve_all
     from cdcmirror.spark.session import spark_jars
 
-    entry = str(Path(__file__).with_name("submit.py"))  # not imported: it is a script
+    entry = str(Path(__file__).parent.parent / "submit.py")  # a script, not imported
     resolve_all(names=["spark"], progress=_say)
     paths = spark_jars(load_config(ctx.obj["config_path"]))
     if ctx.obj["output"] == "json":

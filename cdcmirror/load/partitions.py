@@ -27,10 +27,10 @@ def partition_count(estimated_rows: int, rows_per_partition: int, parallelism: i
 
     >>> partition_count(10_000_000, 500_000, 2), partition_count(1_000, 500_000, 8)
     (20, 1)
-    >>> partition_count(50_000, 500_000, 4)
-    4
+    >>> partition_count(50_000, 500_000, 4), partition_count(12_000, 2_500, 2)
+    (4, 5)
     """
-    if estimated_rows < 2 * MIN_ROWS_PER_PARTITION:
+    if estimated_rows <= 0:
         return 1
     by_size = math.ceil(estimated_rows / max(1, rows_per_partition))
     by_cores = min(parallelism, estimated_rows // MIN_ROWS_PER_PARTITION)
