@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test test-full quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,7 +43,10 @@ unit: install ## unit tests (no services)
 integration: install ## integration tests against the real services
 	$(BIN)/pytest -q integration_tests
 
-test: system-deps install provision stack-up lint ## everything: install, provision, start, lint, all tests
+test: system-deps install provision stack-up lint ## install, provision, start, lint, all tests but the long ones (CI)
+	$(BIN)/pytest --durations=20 -m "not full" cdcmirror tests integration_tests
+
+test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
 	$(BIN)/pytest --durations=20 cdcmirror tests integration_tests
 
 quickstart: system-deps install provision stack-up ## the local demo end to end

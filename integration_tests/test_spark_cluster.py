@@ -200,6 +200,21 @@ def assert_in_sync_on_s3(m: Mirrored, code: int, report: dict[str, Any]) -> None
     assert files and all(f[0].startswith(cluster.REST_WAREHOUSE) for f in files), files[:3]
 
 
+def test_rest_catalog_s3_and_a_checkpoint_on_s3a(pg_rest: Mirrored) -> None:
+    """Bootstrap into the REST catalog on S3; mirror on the Spark cluster with the checkpoint
+    on s3a://; reconcile --deep (the checkpoint read from S3) in sync; every data file on S3.
+    The reduced run of ``test_every_command_on_the_cluster_profile`` (CI)."""
+    m = pg_rest
+    m.workload.run(400)
+    mirror_on_cluster(m)
+    assert m.assert_same() > 100
+    checkpoint = checkpoint_files(m.config)
+    assert checkpoint.location.startswith("s3a://") and holds_batches(checkpoint)
+    assert not (m.config_path.parent / "s3a:").exists(), "the checkpoint was written locally"
+    assert_in_sync_on_s3(m, *deep_reconcile(m, 10))
+
+
+@pytest.mark.full
 def test_every_command_on_the_cluster_profile(pg_rest: Mirrored) -> None:
     """Bootstrap into the REST catalog on S3; mirror on the Spark cluster with the checkpoint
     on s3a://; maintain; drift found by reconcile --deep and healed by repair; a lost S3
@@ -249,6 +264,7 @@ def test_every_command_on_the_cluster_profile(pg_rest: Mirrored) -> None:
     assert plan.returncode == 0 and checkpoint.location in plan.stdout, plan.stdout
 
 
+@pytest.mark.full
 def test_mariadb_on_the_cluster_profile(maria_rest: Mirrored) -> None:
     """The same profile for a MariaDB source: bootstrap, the random workload mirrored on the
     cluster, reconcile --deep in sync."""
