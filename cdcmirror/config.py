@@ -16,8 +16,10 @@ from typing import Any
 
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.s3a_settings import is_url
+from cdcmirror.streams.spec import StreamSpec, parse_streams, stream_dict
 
 ENV_PREFIX = "CDCMIRROR_"
+STREAMS = "streams"  # [[streams]]: an array of tables, not a section
 DEFAULT_CONFIG_FILE = "cdcmirror.toml"
 SECRET_KEYS = frozenset({("source", "password")})
 MASK = "***"
@@ -155,6 +157,7 @@ class Config:
     base_dir: Path
     source_file: Path | None = None
     overrides: tuple[str, ...] = field(default=())
+    streams: tuple[StreamSpec, ...] = ()  # [[streams]]: plain event topics
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
@@ -212,6 +215,8 @@ def _coerce(section: str, key: str, kind: str, value: Any, origin: str) -> Any:
 
 def _merge_file(values: dict[str, dict[str, Any]], data: Mapping[str, Any], origin: str) -> None:
     for section, body in data.items():
+        if section == STREAMS:
+            continue  # an array of tables: _raw_streams
         if section not in SCHEMA:
             raise ConfigError(
                 f"{origin}: unknown section [{section}]; known sections: "
@@ -229,10 +234,34 @@ def _merge_file(values: dict[str, dict[str, Any]], data: Mapping[str, Any], orig
             values[section][key] = _coerce(section, key, kind, value, origin)
 
 
+def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: str) -> list[Any]:
+    """The ``[[streams]]`` entries of the file with ``CDCMIRROR_STREAMS__<N>__<KEY>``
+    overrides (an override past the last entry adds one)."""
+    raw = data.get(STREAMS, [])
+    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
+        raise ConfigError(f"{origin}: streams must be an array of tables ([[streams]])")
+    out: list[dict[str, Any]] = [dict(r) for r in raw]
+    prefix = f"{ENV_PREFIX}{STREAMS.upper()}__"
+    for name, value in sorted(environ.items()):
+        if not name.startswith(prefix):
+            continue
+        index, _, key = name[len(prefix) :].partition("__")
+        if not index.isdigit() or not key:
+            raise ConfigError(f"{name}: write {prefix}<N>__<KEY>, N counting from 0")
+        while len(out) <= int(index):
+            out.append({})
+        key = key.lower()
+        out[int(index)][key] = value.split(",") if key == "key_columns" else value
+    return out
+
+
 def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) -> list[str]:
     applied = []
     for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        if name.startswith(f"{ENV_PREFIX}{STREAMS.upper()}__"):
+            applied.append(name)  # _raw_streams
             continue
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
         section, key, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
@@ -286,6 +315,7 @@ def load_config(
         for s, body in DEFAULTS.items()
     }
     source_file: Path | None = None
+    data: dict[str, Any] = {}
     if path is None:
         candidate = cwd / DEFAULT_CONFIG_FILE
         source_file = candidate if candidate.is_file() else None
@@ -306,15 +336,20 @@ def load_config(
         _merge_file(values, data, str(source_file))
     applied = _merge_env(values, environ)
     _check_ranges(values)
+    streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
     base_dir = source_file.parent if source_file is not None else cwd
     return Config(
-        values=values, base_dir=base_dir, source_file=source_file, overrides=tuple(applied)
+        values=values,
+        base_dir=base_dir,
+        source_file=source_file,
+        overrides=tuple(applied),
+        streams=streams,
     )
 
 
-def redacted(config: Config) -> dict[str, dict[str, Any]]:
+def redacted(config: Config) -> dict[str, Any]:
     """The configuration as plain data with every secret masked, safe to print."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Any] = {}
     for section, body in config.values.items():
         out[section] = {}
         for key, value in body.items():
@@ -325,6 +360,8 @@ def redacted(config: Config) -> dict[str, dict[str, Any]]:
             elif isinstance(value, dict):
                 value = _masked_table(value)
             out[section][key] = value
+    if config.streams:
+        out[STREAMS] = [stream_dict(s) for s in config.streams]
     return out
 
 

@@ -1,5 +1,6 @@
-"""Iceberg type text (``decimal(10,2)``, ``map<string,string>``): its normal form and the
-type promotions Iceberg allows (schema evolution widens a column only along these). Pure."""
+"""Iceberg type text (``decimal(10,2)``, ``map<string,string>``): its normal form, the
+type promotions Iceberg allows (schema evolution widens a column only along these), and
+Spark's DDL for it. Pure."""
 
 from __future__ import annotations
 
@@ -29,3 +30,36 @@ def normalize_type(text: str) -> str:
     'map<string,string>'
     """
     return re.sub(r",\s+", ",", text.strip())
+
+
+_SPARK_TYPES = {
+    "int": "INT",
+    "long": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "string": "STRING",
+    "binary": "BINARY",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP_NTZ",
+    "timestamptz": "TIMESTAMP",
+}
+
+
+def spark_type(iceberg: str) -> str:
+    """Spark's DDL type of an Iceberg type.
+
+    >>> [spark_type(t) for t in ("long", "timestamptz", "timestamp", "decimal(10, 2)")]
+    ['BIGINT', 'TIMESTAMP', 'TIMESTAMP_NTZ', 'DECIMAL(10,2)']
+    >>> spark_type("list<decimal(8,2)>"), spark_type("map<string,string>")
+    ('ARRAY<DECIMAL(8,2)>', 'MAP<STRING,STRING>')
+    """
+    text = normalize_type(iceberg)
+    if text.startswith("decimal("):
+        return text.upper()
+    if text.startswith("list<") and text.endswith(">"):
+        return f"ARRAY<{spark_type(text[5:-1])}>"
+    if text.startswith("map<") and text.endswith(">"):
+        key, _, value = text[4:-1].partition(",")
+        return f"MAP<{spark_type(key)},{spark_type(value)}>"
+    return _SPARK_TYPES[text]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from cdcmirror.exceptions import NotLoadableError
 from cdcmirror.source_model import SourceType
+from cdcmirror.sql_text import q, sql_string
 
 
 @dataclass(frozen=True)
@@ -26,41 +27,6 @@ class LoadColumn:
     alias: str  # its name in the JDBC query
     select: str  # source SQL, read as ``alias``
     convert: str  # Spark SQL over ``alias``: the value in its Iceberg type
-
-
-SPARK_TYPES = {
-    "int": "INT",
-    "long": "BIGINT",
-    "float": "FLOAT",
-    "double": "DOUBLE",
-    "boolean": "BOOLEAN",
-    "string": "STRING",
-    "binary": "BINARY",
-    "date": "DATE",
-    "timestamp": "TIMESTAMP_NTZ",
-    "timestamptz": "TIMESTAMP",
-}
-
-
-def q(name: str) -> str:
-    """A quoted Spark SQL identifier (as ``mirror/envelope.q``; the load stays apart from
-    the mirror's decoder)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def spark_type(iceberg: str) -> str:
-    """Spark SQL type of an Iceberg type string.
-
-    >>> spark_type("decimal(12,3)"), spark_type("list<decimal(8,2)>")
-    ('DECIMAL(12,3)', 'ARRAY<DECIMAL(8,2)>')
-    """
-    if iceberg.startswith("decimal("):
-        return iceberg.upper()
-    if iceberg.startswith("list<") and iceberg.endswith(">"):
-        return f"ARRAY<{spark_type(iceberg[5:-1])}>"
-    if iceberg.startswith("map<"):
-        return "MAP<STRING,STRING>"
-    return SPARK_TYPES[iceberg]
 
 
 def little_endian_hex(hex_text: str) -> str:
@@ -114,12 +80,3 @@ def unsupported(where: str, source_type: SourceType, why: str) -> NotLoadableErr
         f'{where}: type {source_type.text} cannot be loaded with initial_load = "spark" '
         f'({why}); set [bootstrap] initial_load = "debezium", or leave the table out'
     )
-
-
-def sql_string(text: str) -> str:
-    """A Spark SQL string literal.
-
-    >>> sql_string("it's")
-    "'it\\\\'s'"
-    """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

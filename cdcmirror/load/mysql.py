@@ -12,10 +12,10 @@ the binlog's binary form, which this load has no way to reproduce and this proje
 
 from __future__ import annotations
 
+from cdcmirror.iceberg_types import spark_type
 from cdcmirror.load.columns import (
     LoadColumn,
     bits_from_unsigned,
-    spark_type,
     unsupported,
 )
 from cdcmirror.source_model import SourceType

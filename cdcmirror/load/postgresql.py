@@ -12,10 +12,10 @@ types over ``timestamptz`` print in UTC.
 
 from __future__ import annotations
 
+from cdcmirror.iceberg_types import spark_type
 from cdcmirror.load.columns import (
     LoadColumn,
     bits_from_text,
-    spark_type,
     unsupported,
     wkb_point,
 )

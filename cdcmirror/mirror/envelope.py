@@ -34,6 +34,9 @@ from __future__ import annotations
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import unavailable_sql
+from cdcmirror.sql_text import q, spark_name
+
+__all__ = ["q", "spark_name"]  # and the decoder's own names below
 
 OPS = ("c", "u", "d", "r", "t")
 # On a key change Debezium sends delete(old key) + create(new key). The delete names the
@@ -47,16 +50,6 @@ _SOURCE_FIELDS = {
     "postgresql": "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT",
     "mysql": "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT",
 }
-
-
-def q(name: str) -> str:
-    """A quoted Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def spark_name(identifier: str) -> str:
-    """``namespace.table`` quoted for Spark SQL."""
-    return ".".join(q(p) for p in identifier.split("."))
 
 
 def source_length(dialect: str) -> int:

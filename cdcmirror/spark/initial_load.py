@@ -21,8 +21,8 @@ from typing import Any
 from cdcmirror.load.columns import error_sql
 from cdcmirror.load.plan import SUMMARY_PROPERTY, TableLoad
 from cdcmirror.load.progress import TableProgress
-from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.positions import position_literal
+from cdcmirror.sql_text import q, spark_name
 
 
 @dataclass(frozen=True)

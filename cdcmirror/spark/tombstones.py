@@ -6,25 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
-
-_SPARK_TYPES = {"int": "INT", "long": "BIGINT", "string": "STRING", "date": "DATE"}
-
-
-def spark_type(iceberg: str) -> str:
-    """Spark's DDL type of an Iceberg type of a key column.
-
-    >>> [spark_type(t) for t in ("long", "timestamptz", "timestamp", "decimal(10, 2)")]
-    ['BIGINT', 'TIMESTAMP', 'TIMESTAMP_NTZ', 'DECIMAL(10, 2)']
-    """
-    if iceberg in _SPARK_TYPES:
-        return _SPARK_TYPES[iceberg]
-    if iceberg == "timestamp":
-        return "TIMESTAMP_NTZ"
-    if iceberg == "timestamptz":
-        return "TIMESTAMP"
-    return iceberg.upper()
 
 
 class TombstoneTables:
