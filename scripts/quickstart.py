@@ -10,10 +10,16 @@
 5. `cdcmirror reconcile --deep`: waits for the in-flight events, then compares every table
    with its source, row by row; the report is also written to
    .cdcmirror/reconcile-report.md. Stops the mirror job and exits with reconcile's code.
+
+Beside the shop's tables, a plain event stream: click events (JSON) produced to the topic
+`shop.clicks` before bootstrap (which infers the table `shop_mirror.clicks` from them) and
+during the workload, appended by the same mirror job and checked by reconcile against the
+topic (`CDCMIRROR_STREAMS__0__*`, the same as a `[[streams]]` entry in a config file).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -23,7 +29,8 @@ import time
 from pathlib import Path
 
 import psycopg
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from cdcmirror.config import load_config
 from cdcmirror.connect_client import ConnectClient
@@ -35,6 +42,13 @@ WORKLOAD_SECONDS = 20
 LEGACY_CONNECTOR = "shop"
 LEGACY_TOPIC = "shop.public.customers"
 LEGACY_SLOT = "cdcmirror_shop"
+CLICKS = "shop.clicks"
+STREAM = {  # [[streams]] entry 0, as environment variables
+    "CDCMIRROR_STREAMS__0__TOPIC": CLICKS,
+    "CDCMIRROR_STREAMS__0__TABLE": "clicks",
+    "CDCMIRROR_STREAMS__0__SCHEMA": "infer",
+    "CDCMIRROR_STREAMS__0__PARTITION": "day(_kafka_timestamp)",
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS public.customers (
@@ -157,11 +171,32 @@ def workload(seconds: float) -> int:
     return done
 
 
+def clicks(bootstrap_servers: str, count: int) -> None:
+    """``count`` click events (JSON) into the ``shop.clicks`` topic (made when missing)."""
+    admin_client = AdminClient({"bootstrap.servers": bootstrap_servers})
+    if CLICKS not in admin_client.list_topics(timeout=10).topics:
+        for future in admin_client.create_topics([NewTopic(CLICKS, 2, 1)]).values():
+            future.result()
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    rnd = random.Random()
+    for _ in range(count):
+        customer = rnd.randint(1, 200)
+        event = {
+            "customer_id": customer,
+            "page": rnd.choice(["/", "/search", f"/product/SKU-{rnd.randint(1, 50)}", "/cart"]),
+            "duration_ms": rnd.randint(20, 9000),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        producer.produce(CLICKS, json.dumps(event).encode(), key=str(customer).encode())
+    producer.flush(30)
+
+
 def main() -> None:
-    config = load_config()
+    config = load_config(environ={**os.environ, **STREAM})
     state = config.state_dir
     state.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CDCMIRROR_SOURCE__PASSWORD": CDC}
+    env = {**os.environ, "CDCMIRROR_SOURCE__PASSWORD": CDC, **STREAM}
+    kafka = str(config.get("kafka", "bootstrap_servers"))
 
     say("sample shop in PostgreSQL database 'shop': customers, products, orders, order_items")
     with admin() as conn:
@@ -189,6 +224,8 @@ def main() -> None:
             future.result()
         drop_slot(LEGACY_SLOT)
 
+    say(f"300 click events (JSON) into the topic {CLICKS}: a plain event stream")
+    clicks(kafka, 300)
     say("cdcmirror bootstrap")
     if cdcmirror("bootstrap", env=env) != 0:
         sys.exit(2)
@@ -205,7 +242,8 @@ def main() -> None:
     try:
         say(f"workload for {WORKLOAD_SECONDS} s while the mirror runs")
         changes = workload(WORKLOAD_SECONDS)
-        say(f"{changes} transactions written; cdcmirror reconcile --deep")
+        clicks(kafka, 700)
+        say(f"{changes} transactions and 700 clicks written; cdcmirror reconcile --deep")
         report = state / "reconcile-report.md"
         code = cdcmirror("reconcile", "--deep", "--settle", "300", "--report", str(report), env=env)
     finally:

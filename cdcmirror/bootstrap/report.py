@@ -25,6 +25,11 @@ class BootstrapResult:
     dry_run: bool
     timings: dict[str, float] = field(default_factory=dict)
     load: Any = None  # commands/initial_load.LoadReport when Spark loaded tables
+    streams: list[Any] = field(default_factory=list)  # commands/streams.StreamPlan
+
+    @property
+    def stream_drift(self) -> list[Any]:
+        return [s for s in self.streams if s.drift]
 
     @property
     def bad_rows(self) -> int:
@@ -92,7 +97,8 @@ def result_json(result: BootstrapResult) -> dict[str, Any]:
             "state": result.connector.state,
             "config": result.connector.config,
         },
-        "drift": bool(result.drift),
+        "streams": [s.as_json() for s in result.streams],
+        "drift": bool(result.drift or result.stream_drift),
         "initial_load": load_json(result.load),
         "timings_seconds": {k: round(v, 3) for k, v in result.timings.items()},
     }
@@ -169,6 +175,15 @@ def result_text(result: BootstrapResult) -> str:
             width = max(len(k) for k in rc.config)
             lines.extend(f"    {k:<{width}} = {v}" for k, v in rc.config.items())
     lines.extend(load_lines(result.load))
+    if result.streams:
+        lines.append(f"streams ({verb}): {len(result.streams)}")
+        for s in result.streams:
+            lines.extend(s.lines(result.dry_run))
+    if result.stream_drift:
+        lines.append(
+            f"drift in {len(result.stream_drift)} stream table(s): a field's type changed; "
+            "the mirror dead-letters events whose value does not fit the column"
+        )
     if result.drift:
         lines.append(f"drift in {len(result.drift)} table(s). {DRIFT_ADVICE}.")
     return "\n".join(lines)

@@ -82,7 +82,7 @@ def bootstrap_cmd(
         click.echo(json.dumps(result_json(result), indent=2))
     else:
         click.echo(result_text(result))
-    if result.drift or result.bad_rows:
+    if result.drift or result.stream_drift or result.bad_rows:
         sys.exit(EXIT_DRIFT)
 
 
@@ -158,6 +158,7 @@ def reconcile_cmd(
     from cdcmirror.config import load_config
     from cdcmirror.reconcile.compare import exit_code
     from cdcmirror.reconcile.report import result_json, result_markdown, result_text
+    from cdcmirror.streams.reconcile import stream_exit
 
     config = load_config(ctx.obj["config_path"])
     output = output_opt or ctx.obj["output"]
@@ -171,6 +172,11 @@ def reconcile_cmd(
         max_keys=int(config.get("reconcile", "max_keys")),
     )
     checks, now = reconcile(config, options, progress=_say)
+    streams = []
+    if config.streams:
+        from cdcmirror.commands.stream_reconcile import reconcile_streams
+
+        streams = reconcile_streams(config, options.tables, options.max_keys, _say)
     for warning in slot_warnings(config):
         _say(f"warning: {warning}")
     source = f"{config.get('source', 'name')} -> {config.get('iceberg', 'namespace')}"
@@ -178,12 +184,16 @@ def reconcile_cmd(
         Path(report_path).write_text(result_markdown(checks, now, source))
         _say(f"report written to {report_path}")
     if output == "json":
-        click.echo(json.dumps(result_json(checks, now), indent=2))
+        out = result_json(checks, now)
+        out["streams"] = [c.as_json() for c in streams]
+        click.echo(json.dumps(out, indent=2))
     elif output == "markdown":
         click.echo(result_markdown(checks, now, source))
     else:
-        click.echo(result_text(checks, now))
-    sys.exit(exit_code(checks))
+        click.echo(result_text(checks, now) if checks else "no CDC table checked")
+    for c in streams if output != "json" else []:
+        click.echo("\n".join(c.lines()))
+    sys.exit(max([exit_code(checks) if checks else 0, *(stream_exit(c) for c in streams)]))
 
 
 @cli.command("replay-dead-letters")

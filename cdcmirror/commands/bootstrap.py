@@ -22,6 +22,7 @@ from cdcmirror.commands.initial_load import (
     load_tables,
     table_load,
 )
+from cdcmirror.commands.streams import bootstrap_streams
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
@@ -132,6 +133,9 @@ def bootstrap(
     plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired))
     if not dry_run:
         run.timed("apply tables", lambda: _apply_tables(config, iceberg, plans, on_start, on_table))
+    streams = []
+    if config.streams:
+        streams = run.timed("streams", lambda: bootstrap_streams(config, iceberg, dry_run))
     result_c: ConnectorResult | None = None
     report: LoadReport | None = None
     if work is not None:
@@ -153,7 +157,7 @@ def bootstrap(
                 lambda: load_tables(ctx, todo, register, w.plan.name, w.load.mode == SPARK),
             )
     run.timings["total"] = time.monotonic() - run.started
-    return BootstrapResult(catalog_src, plans, result_c, dry_run, run.timings, report)
+    return BootstrapResult(catalog_src, plans, result_c, dry_run, run.timings, report, streams)
 
 
 T = TypeVar("T")

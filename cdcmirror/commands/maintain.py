@@ -21,12 +21,24 @@ def settings_of(config: Config) -> MaintainSettings:
 
 
 def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> list[str]:
-    """The mirrored tables (or the named ones) and, for a full run, the mirror's own tables
-    (hard-delete tombstones, dead letters), which grow by small commits too."""
+    """The mirrored tables and the streams' (or the named ones) and, for a full run, the
+    mirror's own tables (hard-delete tombstones, dead letters), which grow by small commits
+    too."""
     from cdcmirror.catalog.mirrored import list_tables
     from cdcmirror.commands.mirror import internal_namespace, load_tables
+    from cdcmirror.commands.streams import cdc_names, job_streams
 
-    names = [t.identifier for t in load_tables(config, catalog, only)]
+    streams = job_streams(config, catalog, only) if config.streams else None
+    rest = cdc_names(config, only)
+    names = (
+        []
+        if rest == []
+        else [
+            t.identifier
+            for t in load_tables(config, catalog, rest, not (streams and streams.tables))
+        ]
+    )
+    names += streams.identifiers if streams else []
     if not only:
         names += [t.identifier for t in list_tables(catalog, internal_namespace(config))]
     return names

@@ -20,6 +20,7 @@ from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 
 if TYPE_CHECKING:
+    from cdcmirror.commands.streams import JobStreams
     from cdcmirror.metrics import MirrorMetrics
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,9 @@ def internal_namespace(config: Config) -> str:
     return f"{config.get('iceberg', 'namespace')}__cdcmirror"
 
 
-def load_tables(config: Config, catalog: Any, only: list[str] | None = None) -> list[MirrorTable]:
+def load_tables(
+    config: Config, catalog: Any, only: list[str] | None = None, required: bool = True
+) -> list[MirrorTable]:
     from cdcmirror.catalog.mirrored import list_tables
 
     namespace = str(config.get("iceberg", "namespace"))
@@ -53,7 +56,7 @@ def load_tables(config: Config, catalog: Any, only: list[str] | None = None) -> 
                 f"no mirrored table {', '.join(missing)} in namespace {namespace}; "
                 "run `cdcmirror bootstrap` first"
             )
-    if not tables:
+    if not tables and required:
         raise ConfigError(
             f"namespace {namespace} has no table created by `cdcmirror bootstrap`; run it first"
         )
@@ -101,9 +104,10 @@ def build_applier(
     tables: list[MirrorTable],
     spark: Any,
     metrics: MirrorMetrics | None = None,
+    streams: JobStreams | None = None,
 ) -> Any:
-    """The applier of ``tables`` as the mirror job configures it; ``metrics`` counts its
-    batches."""
+    """The applier of ``tables`` (and ``streams``) as the mirror job configures it;
+    ``metrics`` counts its batches."""
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.commands.maintain import settings_of
     from cdcmirror.connector_health import connector_problem
@@ -128,27 +132,33 @@ def build_applier(
         registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
         if config.get("kafka", "format") == "avro"
         else None,
+        stream_registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
+        if any(s.format == "avro" for s in config.streams)
+        else None,
         source_health=source_health,
         on_batch=metrics.batch_done if metrics else None,
         on_failure=metrics.batch_failed if metrics else None,
     )
-    return Applier(
-        spark, {t.topic: t for t in tables}, options, CatalogHooks(access.reload, access.evolve)
-    )
+    hooks = CatalogHooks(access.reload, access.evolve, streams.access.evolve if streams else None)
+    mine = {s.identifier: s for s in streams.tables} if streams else {}
+    return Applier(spark, {t.topic: t for t in tables}, options, hooks, mine)
 
 
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
     from cdcmirror.catalog import load_catalog
     from cdcmirror.catalog.leases import acquire, my_lease, release
+    from cdcmirror.commands.streams import cdc_names, job_streams
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
 
     catalog = load_catalog(config)
-    tables = load_tables(config, catalog, only)
-    logger.info("mirroring %d table(s): %s", len(tables), ", ".join(t.identifier for t in tables))
+    streams = job_streams(config, catalog, only)
+    names = cdc_names(config, only)
+    tables = [] if names == [] else load_tables(config, catalog, names, not streams.tables)
+    identifiers = [t.identifier for t in tables] + streams.identifiers
+    logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here
     checkpoint = files.location
-    identifiers = [t.identifier for t in tables]
     me = my_lease(checkpoint)
     acquire(catalog, identifiers, me)  # a second job on these tables stops here
     # until the query runs (its own handler then finishes the batch), SIGTERM ends the job
@@ -158,7 +168,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     try:
         metrics, server = serve_metrics(config)
         spark = build_spark_session(config, "cdcmirror-mirror")
-        applier = build_applier(config, catalog, tables, spark, metrics)
+        applier = build_applier(config, catalog, tables, spark, metrics, streams)
         problem = applier.options.source_health()
         if problem:
             logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
@@ -167,12 +177,13 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             applier,
             str(config.get("kafka", "bootstrap_servers")),
             sorted(t.topic for t in tables),
-            resume_offsets(config, catalog, tables, files),
+            resume_offsets(config, catalog, tables, files, streams),
             checkpoint,
             str(config.get("mirror", "trigger")),
             available_now,
             int(config.get("mirror", "max_events_per_batch")),
             int(config.get("mirror", "events_per_task")),
+            streams.patterns(),
         )
         with (
             LeaseRenewal(catalog, identifiers, me, query) as renewal,
@@ -249,11 +260,16 @@ def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
 
 
 def resume_offsets(
-    config: Config, catalog: Any, tables: list[MirrorTable], checkpoint: CheckpointFiles
+    config: Config,
+    catalog: Any,
+    tables: list[MirrorTable],
+    checkpoint: CheckpointFiles,
+    streams: JobStreams | None = None,
 ) -> str:
     """Spark's starting offsets: for a checkpoint without a batch (a new mirror, or its
     checkpoint was lost), the Kafka offsets the tables' snapshots record
-    (``mirror/resume.py``), else the earliest; a checkpoint with batches resumes itself."""
+    (``mirror/resume.py``; a stream's: ``stream_starts``), else the earliest; a checkpoint
+    with batches resumes itself."""
     from cdcmirror.catalog.mirrored import snapshot_summaries
     from cdcmirror.mirror.checkpoint import holds_batches
     from cdcmirror.mirror.resume import recorded_starts, starting_offsets
@@ -266,11 +282,15 @@ def resume_offsets(
         starts = recorded_starts(snapshot_summaries(catalog, t.identifier)).get(t.topic)
         if starts:
             recorded[t.topic] = starts
+    topics = sorted(t.topic for t in tables)
+    if streams is not None and streams.tables:
+        recorded.update(streams.resume(catalog))
+        topics += streams.topics(config)
     if not recorded:
         return "earliest"
     bootstrap = str(config.get("kafka", "bootstrap_servers"))
     try:
-        ends = committed_end_offsets(bootstrap, sorted(t.topic for t in tables))
+        ends = committed_end_offsets(bootstrap, topics)
     except Exception as exc:
         raise ServiceUnavailableError(
             f"Kafka at {bootstrap} does not answer ({exc}); start it (`cdcmirror stack up`) "

@@ -196,6 +196,7 @@ def reconcile(
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
     from cdcmirror.commands.mirror import load_tables
+    from cdcmirror.commands.streams import cdc_names
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
@@ -204,7 +205,10 @@ def reconcile(
     from cdcmirror.spark.session import build_spark_session
 
     catalog = load_catalog(config)
-    tables = load_tables(config, catalog, options.tables)
+    names = cdc_names(config, options.tables)
+    tables = [] if names == [] else load_tables(config, catalog, names, not config.streams)
+    if not tables:
+        return [], datetime.now(tz=UTC)
     engine = open_engine(config)
     try:
         source = SourceReader(engine, str(config.get("source", "dialect")))

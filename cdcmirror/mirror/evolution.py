@@ -122,19 +122,24 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
 PAYLOAD_MARK = ',"payload":'
 
 
-def distinct_schemas_sql(kind: str) -> str:
+def distinct_schemas_sql(kind: str, rows: str = "true") -> str:
     """Aggregate over a batch's Kafka rows (JSON: with the ``envelope.UTF8`` column): the
     distinct row schemas, as text or ids.
 
-    ``kind``: ``avro`` (schema ids of the events that decode), ``json`` (the converter's
+    ``rows``: a condition over the rows whose schemas count (the CDC topics'; a plain event
+    stream's rows have none). ``kind``: ``avro`` (schema ids of the events that decode),
+    ``json`` (the converter's
     ``{"schema":...`` part, which it writes before the payload), ``schemaless`` (the JSON
     list of the row's field names). A JSON value that is not UTF-8 has none: its names
     would hold U+FFFD where its bad bytes are (it is dead-lettered).
     """
     if kind == "avro":
-        return "collect_set(IF(_decode_error IS NULL AND _json IS NOT NULL, _schema_id, NULL))"
+        return (
+            f"collect_set(IF({rows} AND _decode_error IS NULL AND _json IS NOT NULL, "
+            "_schema_id, NULL))"
+        )
     value = "CAST(value AS STRING)"
-    text = f"IF({UTF8}, {value}, NULL)"  # else a dead letter, no schema
+    text = f"IF({UTF8} AND {rows}, {value}, NULL)"  # else a dead letter, no schema
     if kind == "json":
         return f"collect_set(substring_index({text}, '{PAYLOAD_MARK}', 1))"
     row = f"coalesce(get_json_object({text}, '$.after'), get_json_object({text}, '$.before'))"

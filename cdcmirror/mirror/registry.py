@@ -49,8 +49,18 @@ class SchemaRegistry:
                 missing = [sid for sid, text in found.items() if text is None]
             return {sid: self._cache[sid] for sid in ids if sid in self._cache}
 
+    def latest(self, subject: str) -> str | None:
+        """The newest schema text of ``subject``; None when the registry has no such
+        subject."""
+        from urllib.parse import quote
+
+        return self._fetch_path(f"subjects/{quote(subject, safe='')}/versions/latest", subject)
+
     def _fetch(self, sid: int) -> str | None:
-        address = f"{self.url}/schemas/ids/{sid}"
+        return self._fetch_path(f"schemas/ids/{sid}", f"schema id {sid}")
+
+    def _fetch_path(self, path: str, what: str) -> str | None:
+        address = f"{self.url}/{path}"
         try:
             with urllib.request.urlopen(address, timeout=self.timeout) as resp:
                 body = json.loads(resp.read().decode("utf-8"))
@@ -58,8 +68,8 @@ class SchemaRegistry:
             if exc.code == 404:
                 return None
             raise ServiceUnavailableError(
-                f"the schema registry at {self.url} answered HTTP {exc.code} for schema id "
-                f"{sid}; check kafka.schema_registry_url (a Confluent-compatible API)"
+                f"the schema registry at {self.url} answered HTTP {exc.code} for {what}; "
+                "check kafka.schema_registry_url (a Confluent-compatible API)"
             ) from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise ServiceUnavailableError(
@@ -69,7 +79,7 @@ class SchemaRegistry:
         schema = body.get("schema") if isinstance(body, dict) else None
         if not isinstance(schema, str):
             raise ServiceUnavailableError(
-                f"the schema registry at {self.url} gave no schema for id {sid}: "
+                f"the schema registry at {self.url} gave no schema for {what}: "
                 "is kafka.schema_registry_url a Confluent-compatible API?"
             )
         return schema

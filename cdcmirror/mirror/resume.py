@@ -41,6 +41,73 @@ def batch_summary(
     }
 
 
+def topics_summary(
+    query_id: str,
+    batch_id: int,
+    starts: Mapping[str, Mapping[int, int]],
+    held: Mapping[str, Mapping[int, int]],
+) -> dict[str, str]:
+    """``batch_summary`` of a plain event stream's commit (it may hold several topics'
+    events, a stream read by a topic pattern): ``starts`` the batch's first offsets, ``held``
+    the last offset the table holds of every topic partition of the stream after it.
+
+    >>> s = topics_summary("q", 1, {"a": {0: 1}}, {"a": {0: 4}, "b": {1: 3}})
+    >>> s[START_OFFSETS], s[END_OFFSETS]
+    ('{"a:0": 1}', '{"a:0": 4, "b:1": 3}')
+    """
+
+    def text(offsets: Mapping[str, Mapping[int, int]]) -> str:
+        flat = {f"{t}:{p}": o for t, ps in sorted(offsets.items()) for p, o in sorted(ps.items())}
+        return json.dumps(flat)
+
+    return {
+        QUERY_ID: query_id,
+        BATCH_ID: str(batch_id),
+        START_OFFSETS: text(starts),
+        END_OFFSETS: text(held),
+    }
+
+
+def recorded_held(summaries: Iterable[Mapping[str, str]]) -> dict[str, dict[int, int]]:
+    """A stream table's last offsets per topic and partition: those its newest commit with
+    offsets records (``topics_summary``), from summaries newest first.
+
+    >>> recorded_held([{}, {END_OFFSETS: '{"t:0": 40, "t:1": 2}'}, {END_OFFSETS: '{"t:0": 9}'}])
+    {'t': {0: 40, 1: 2}}
+    """
+    for summary in summaries:
+        text = summary.get(END_OFFSETS)
+        if not text:
+            continue
+        out: dict[str, dict[int, int]] = {}
+        for where, offset in json.loads(text).items():
+            topic, _, partition = str(where).rpartition(":")
+            out.setdefault(topic, {})[int(partition)] = int(offset)
+        return out
+    return {}
+
+
+def stream_starts(summaries: Iterable[Mapping[str, str]]) -> dict[str, dict[int, int]]:
+    """Where a stream resumes when the checkpoint holds no batch, per topic and partition:
+    its newest commit's batch again where that batch had events (its dead letters may not
+    have been written; its events are not appended twice: they are held), else after the
+    last offset held.
+
+    >>> s = {START_OFFSETS: '{"t:0": 30}', END_OFFSETS: '{"t:0": 40, "t:1": 2}'}
+    >>> stream_starts([s])
+    {'t': {0: 30, 1: 3}}
+    """
+    for summary in summaries:
+        if not summary.get(END_OFFSETS):
+            continue
+        out = {t: {p: o + 1 for p, o in ps.items()} for t, ps in recorded_held([summary]).items()}
+        for where, offset in json.loads(summary.get(START_OFFSETS) or "{}").items():
+            topic, _, partition = str(where).rpartition(":")
+            out.setdefault(topic, {})[int(partition)] = int(offset)
+        return out
+    return {}
+
+
 def recorded_starts(summaries: Iterable[Mapping[str, str]]) -> dict[str, dict[int, int]]:
     """Per topic and partition, the first offset of the newest batch a commit records for it,
     from a table's snapshot summaries, newest first.

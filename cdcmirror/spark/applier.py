@@ -40,7 +40,7 @@ from cdcmirror.mirror.envelope import (
     raw_rows_sql,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import Evolution, distinct_schemas_sql
+from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import batch_summary
 from cdcmirror.mirror.spec import MirrorTable
@@ -48,10 +48,18 @@ from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_evolution import BatchEvolution
 from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.batch_stats import TableStats
+from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
 from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
+from cdcmirror.spark.stream_apply import (
+    Evolve,
+    StreamBatch,
+    StreamParts,
+    StreamTable,
+    streams_in,
+)
 from cdcmirror.spark.table_apply import TableBatch, apply_decoded
 from cdcmirror.spark.tombstones import TombstoneTables
 
@@ -70,6 +78,7 @@ class ApplierOptions:
     maintain_every: int = 0  # run `maintain` on the mirrored tables every N batches (0: off)
     maintain_settings: MaintainSettings | None = None
     registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
+    stream_registry: SchemaRegistry | None = None  # for Avro event streams ([[streams]])
     # what is wrong with the source connector (FAILED, PAUSED), None when it runs
     source_health: Callable[[], str | None] | None = None
     # told of each applied batch (its tables' stats and its seconds) and of each failed one:
@@ -85,9 +94,11 @@ class CatalogHooks:
         self,
         reload: Callable[[MirrorTable], MirrorTable],
         evolve: Callable[[MirrorTable, Evolution], MirrorTable],
+        evolve_stream: Evolve | None = None,
     ) -> None:
         self.reload = reload
         self.evolve = evolve
+        self.evolve_stream = evolve_stream
 
 
 class Applier:
@@ -97,9 +108,11 @@ class Applier:
         tables: dict[str, MirrorTable],
         options: ApplierOptions,
         hooks: CatalogHooks,
+        streams: dict[str, StreamTable] | None = None,
     ) -> None:
         self.spark = spark
         self.tables = dict(tables)  # topic -> table
+        self.streams = dict(streams or {})  # identifier -> plain event stream ([[streams]])
         self.options = options
         self.hooks = hooks
         self.query_id: str | None = None
@@ -155,7 +168,8 @@ class Applier:
         if self.options.registry is not None:
             raw, df = df, self._from_avro(df).persist()
         try:
-            summary = self._summary(df)  # reads the Kafka batch (and caches it)
+            # reads the Kafka batch (and caches it)
+            summary = topics_of_batch(df, self._kind, sorted(self.tables) if self.streams else None)
             read_seconds = time.monotonic() - started
             work = []
             for topic, parts in summary.items():
@@ -167,6 +181,12 @@ class Applier:
                 futures = [
                     pool.submit(self._apply_counted, df, batch_id, table, parts)
                     for table, parts in work
+                ]
+                futures += [
+                    pool.submit(
+                        self._apply_stream, raw if raw is not None else df, batch_id, st, parts
+                    )
+                    for st, parts in streams_in(self.streams, summary)
                 ]
                 results = [f.result() for f in futures]
             dead = [d for _, d in results if d is not None]
@@ -212,41 +232,22 @@ class Applier:
 
     def _maintain(self) -> None:
         """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
-        from cdcmirror.spark.maintenance import maintain_table
+        from cdcmirror.spark.maintenance import maintain_between_batches
 
-        settings = self.options.maintain_settings or MaintainSettings()
-        for table in list(self.tables.values()):
-            done = maintain_table(self.spark, table.identifier, settings, logger.debug)
-            logger.info(
-                "maintained %s: %d -> %d data files, %d -> %d delete files",
-                table.identifier,
-                done.before.data_files,
-                done.after.data_files,
-                done.before.delete_files,
-                done.after.delete_files,
-            )
+        names = [t.identifier for t in self.tables.values()] + list(self.streams)
+        maintain_between_batches(self.spark, names, self.options.maintain_settings, logger)
 
-    def _summary(self, df: Any) -> dict[str, dict[str, Any]]:
-        rows = (
-            df.groupBy("topic", "partition")
-            .agg(
-                _expr("count(value) AS events"),
-                _expr("min(offset) AS start_offset"),
-                _expr("max(offset) AS end_offset"),
-                _expr(f"{distinct_schemas_sql(self._kind)} AS schemas"),
-            )
-            .collect()
-        )
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            t = out.setdefault(
-                r.topic, {"events": 0, "offsets": {}, "starts": {}, "schemas": set()}
-            )
-            t["events"] += r.events
-            t["offsets"][int(r.partition)] = int(r.end_offset)
-            t["starts"][int(r.partition)] = int(r.start_offset)
-            t["schemas"].update(r.schemas or [])
-        return out
+    def _apply_stream(
+        self, raw: Any, batch_id: int, table: StreamTable, parts: StreamParts
+    ) -> tuple[TableStats, Any]:
+        evolve = self.hooks.evolve_stream
+        assert evolve is not None, "a job with streams evolves them"
+        registry = self.options.stream_registry
+        batch = StreamBatch(self.batch_spark, table, evolve, self._avro, registry)
+        stats, done, dead = batch.apply_parts(raw, self.query_id or "", batch_id, parts)
+        with self._lock:
+            self.streams[table.identifier] = done
+        return stats, dead
 
     # -- one table ---------------------------------------------------------------------
     def _apply_counted(

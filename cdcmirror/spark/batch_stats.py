@@ -40,6 +40,7 @@ class TableStats:
     suspect_uuids: int = 0  # MariaDB UUID values that may have arrived shifted
     phase_seconds: dict[str, float] = field(default_factory=dict)  # PHASES that ran
     spark_jobs: int = 0  # the Spark jobs of the table's work (decode to tombstones)
+    replayed: int = 0  # a stream's events of a batch it had committed before: not written
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -153,3 +153,19 @@ def maintain_table(
     result.orphans_removed = _remove_orphans(spark, identifier, now - timedelta(hours=orphan_age))
     result.after = file_counts(spark, identifier)
     return result
+
+
+def maintain_between_batches(
+    spark: Any, identifiers: list[str], settings: MaintainSettings | None, log: Any
+) -> None:
+    """``maintain_table`` of each table, each result one line of ``log`` (a logger)."""
+    for identifier in identifiers:
+        done = maintain_table(spark, identifier, settings or MaintainSettings(), log.debug)
+        log.info(
+            "maintained %s: %d -> %d data files, %d -> %d delete files",
+            identifier,
+            done.before.data_files,
+            done.after.data_files,
+            done.before.delete_files,
+            done.after.delete_files,
+        )

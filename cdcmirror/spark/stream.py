@@ -15,13 +15,16 @@ from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
 logger = logging.getLogger(__name__)
 
 
-def topics_pattern(topics: list[str]) -> str:
-    """A Java regex matching exactly ``topics`` (Kafka matches it against whole names).
+def topics_pattern(topics: list[str], patterns: list[str] | None = None) -> str:
+    """A Java regex matching exactly ``topics`` and the names ``patterns`` match (Kafka
+    matches it against whole names).
 
     >>> topics_pattern(["shop.public.items", "shop.public.a-b"])
     'shop\\\\.public\\\\.items|shop\\\\.public\\\\.a\\\\-b'
+    >>> topics_pattern(["a"], ["clicks-.*"])
+    'a|(?:clicks-.*)'
     """
-    return "|".join(re.escape(t) for t in topics)
+    return "|".join([re.escape(t) for t in topics] + [f"(?:{p})" for p in patterns or []])
 
 
 def read_options(events_per_task: int) -> dict[str, str]:
@@ -57,13 +60,15 @@ def start_query(
     available_now: bool,
     max_events_per_batch: int,
     events_per_task: int,
+    patterns: list[str] | None = None,
 ) -> Any:
+    """The query over ``topics`` and the topics ``patterns`` match (plain event streams)."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
         # the topics by a pattern that matches exactly them: `subscribe` fails on a topic
         # that does not exist yet (a table without changes), a pattern takes it once it does
-        .option("subscribePattern", topics_pattern(topics))
+        .option("subscribePattern", topics_pattern(topics, patterns))
         # "earliest", or per partition (mirror/resume.py); only a new checkpoint reads it
         .option("startingOffsets", starting_offsets)
         # Debezium's exactly-once Connect worker writes transactions: read committed ones

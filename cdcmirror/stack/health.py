@@ -23,18 +23,20 @@ def broker_answers_metadata(bootstrap_servers: str, timeout: float = 3.0) -> boo
 
 
 def committed_end_offsets(
-    bootstrap_servers: str, topics: list[str], timeout: float = 10.0
+    bootstrap_servers: str, topics: list[str], timeout: float = 10.0, earliest: bool = False
 ) -> dict[str, dict[int, int]]:
     """Per topic and partition, the offset after the last committed event (the last stable
-    offset a read_committed reader can reach); a topic that does not exist is left out."""
+    offset a read_committed reader can reach), or with ``earliest`` the first offset Kafka
+    still holds; a topic that does not exist is left out."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
+    spec = OffsetSpec.earliest if earliest else OffsetSpec.latest
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
     admin = AdminClient(conf)
     meta = admin.list_topics(timeout=timeout)
     wanted = {
-        TopicPartition(t, p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        TopicPartition(t, p): spec()  # type: ignore[no-untyped-call]
         for t in topics
         if t in meta.topics and meta.topics[t].error is None
         for p in meta.topics[t].partitions
@@ -92,3 +94,42 @@ def delete_topics(bootstrap_servers: str, topics: list[str], timeout: float = 30
     futures = admin.delete_topics(topics, operation_timeout=timeout)
     for future in futures.values():
         future.result(timeout=timeout)
+
+
+def sample_values(
+    bootstrap_servers: str, topics: list[str], count: int, timeout: float = 15.0
+) -> list[bytes]:
+    """Up to ``count`` record values of ``topics``, the newest of each partition first
+    read from (``read_committed``); fewer when the topics hold fewer, none when they do not
+    exist yet."""
+    import time
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    ends = committed_end_offsets(bootstrap_servers, topics, timeout)
+    parts = [(t, p, end) for t, by_part in ends.items() for p, end in by_part.items() if end > 0]
+    if not parts:
+        return []
+    each = max(1, count // len(parts))
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"cdcmirror-sample-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "logger": _QUIET,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(t, p, max(0, end - each)) for t, p, end in parts])
+        out: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            batch = consumer.consume(num_messages=min(500, count - len(out)), timeout=1.0)
+            if not batch:
+                break
+            out += [v for m in batch if m.error() is None and (v := m.value()) is not None]
+        return out[:count]
+    finally:
+        consumer.close()

@@ -11,9 +11,9 @@ Inferred: the same types from the JSON values of the sample (an integer and a fr
 one field make a double; text stays text: a timestamp in text is only a timestamp when a
 schema says so). A field that is NULL in every sampled event is text.
 
-The stream's own columns follow the event's: ``_kafka_partition``, ``_kafka_offset``,
-``_kafka_timestamp`` (the record's timestamp) and ``_ingested_at`` (when the mirror
-committed it).
+The stream's own columns follow the event's: ``_kafka_topic``, ``_kafka_partition``,
+``_kafka_offset``, ``_kafka_timestamp`` (the record's timestamp) and ``_ingested_at``
+(when the mirror committed it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.exceptions import ConfigError
 
 KAFKA_COLUMNS = (
+    IcebergColumn("_kafka_topic", "string", doc="Kafka topic of the event"),
     IcebergColumn("_kafka_partition", "int", doc="Kafka partition of the event"),
     IcebergColumn("_kafka_offset", "long", doc="Kafka offset of the event in its partition"),
     IcebergColumn("_kafka_timestamp", "timestamptz", doc="the Kafka record's timestamp"),
@@ -60,11 +61,8 @@ def columns_of_json_schema(text: str, where: str) -> list[IcebergColumn]:
     >>> [(c.name, c.type) for c in columns_of_json_schema(doc, "s")]
     [('ts', 'timestamptz'), ('n', 'long'), ('tags', 'list<string>'), ('ctx', 'string')]
     """
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: the schema file is not JSON: {exc}") from None
-    properties = doc.get("properties") if isinstance(doc, dict) else None
+    doc = _json_object(text, f"{where}: the schema file")
+    properties = doc.get("properties")
     if doc.get("type") != "object" or not isinstance(properties, dict) or not properties:
         raise ConfigError(
             f'{where}: the JSON Schema must describe an object: {{"type": "object", '
@@ -149,3 +147,63 @@ def _check_name(name: str, where: str) -> None:
             f"{where}: the event field {name!r} has the name of a column cdcmirror adds; "
             "rename it in the events"
         )
+
+
+_AVRO = {
+    "boolean": "boolean",
+    "int": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "enum": "string",
+    "bytes": "binary",
+    "fixed": "binary",
+}
+
+
+def _avro_type(node: Any) -> str:
+    if isinstance(node, list):  # a union: ["null", T] is an optional T
+        kinds = [k for k in node if k != "null"]
+        return _avro_type(kinds[0]) if len(kinds) == 1 else "string"
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "array":
+            inner = _avro_type(node.get("items"))
+            return f"list<{inner}>" if inner in _AVRO.values() else "string"
+        if kind in ("record", "map"):
+            return "string"
+        return _avro_type(kind)
+    return _AVRO.get(str(node), "string")
+
+
+def columns_of_avro(text: str, where: str) -> list[IcebergColumn]:
+    """The columns of an Avro record schema (a registry subject's). A logical type is its
+    Avro type (``timestamp-millis``: long milliseconds, as written); a nested record or a
+    map is its JSON text.
+
+    >>> doc = '{"type": "record", "name": "c", "fields": [{"name": "n", "type": "int"}, '
+    >>> doc += '{"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},'
+    >>> doc += '{"name": "tag", "type": ["null", "string"]}]}'
+    >>> [(c.name, c.type) for c in columns_of_avro(doc, "s")]
+    [('n', 'int'), ('at', 'long'), ('tag', 'string')]
+    """
+    doc = _json_object(text, f"{where}: the registry's schema")
+    fields = doc.get("fields")
+    if doc.get("type") != "record" or not isinstance(fields, list) or not fields:
+        raise ConfigError(f"{where}: the registry's schema is not an Avro record with fields")
+    out = []
+    for f in fields:
+        _check_name(str(f["name"]), where)
+        out.append(IcebergColumn(str(f["name"]), _avro_type(f.get("type")), doc=f.get("doc")))
+    return out
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{what} is not a JSON object")
+    return doc

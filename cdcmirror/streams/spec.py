@@ -76,6 +76,16 @@ class StreamSpec:
         """The Iceberg table: ``table`` in ``namespace`` unless it names its own."""
         return self.table if "." in self.table else f"{namespace}.{self.table}"
 
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` is one of this stream's (a pattern matches whole names).
+
+        >>> StreamSpec(0, "t", "json", "infer", topic_pattern="clicks\\..*").matches("clicks.eu")
+        True
+        """
+        if self.topic:
+            return topic == self.topic
+        return re.fullmatch(self.topic_pattern, topic) is not None
+
     @property
     def infer(self) -> bool:
         return self.format == "json" and self.schema == INFER

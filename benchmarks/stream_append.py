@@ -1,0 +1,208 @@
+"""Benchmark: a plain event stream (``[[streams]]``) appended to Iceberg, in one process.
+
+1. N small JSON events (about 110 bytes: user, page, ms, ts, n) are produced to a topic of 2
+   partitions;
+2. plain Spark: a batch read of the topic, ``from_json`` with the same columns, the Kafka
+   coordinates, appended to a new Iceberg table: the bound on this machine;
+3. cdcmirror: the stream's table made as bootstrap makes it (schema inferred from the
+   topic), then `cdcmirror mirror --available-now` appends the topic in one batch (decode,
+   dead-letter check, the exactly-once filter, the commit with its offsets).
+
+Both run twice, alternating; the ratio uses the second round. Then, with ``--freshness
+T1,T2``, for each trigger the continuous job runs in its own process while a producer sends
+R events/s for S seconds: the delay of each event is ``_ingested_at - _kafka_timestamp``
+(the batch's time at its commit minus the record's time), p50/p95/p99, and the data files
+the table gained per hour. Needs the stack (`make stack-up`).
+
+    .venv/bin/python benchmarks/stream_append.py [N] [--freshness 1,10] [--seconds S] [--rate R]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from cdcmirror.catalog import load_catalog
+from cdcmirror.commands.mirror import mirror
+from cdcmirror.commands.streams import bootstrap_streams
+from cdcmirror.config import Config, load_config
+from cdcmirror.spark.session import build_spark_session
+from integration_tests import services
+from integration_tests.mirror_env import MirrorJob
+
+SCHEMA = "user BIGINT, page STRING, ms DOUBLE, ts STRING, n BIGINT"
+
+
+def produce(topic: str, n: int, start: int = 0, rate: float = 0.0) -> None:
+    """``n`` events; with ``rate``, at about that many per second."""
+    rnd = random.Random(start)
+    producer = Producer({"bootstrap.servers": services.KAFKA, "linger.ms": 20})
+    began = time.monotonic()
+    for i in range(start, start + n):
+        event = {
+            "user": rnd.randrange(100_000),
+            "page": f"/product/{rnd.randrange(5000)}",
+            "ms": round(rnd.random() * 1000, 3),
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "n": i,
+        }
+        while True:
+            try:
+                producer.produce(topic, json.dumps(event).encode(), key=str(i % 64).encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if rate and (i - start) % 100 == 0:
+            ahead = (i - start) / rate - (time.monotonic() - began)
+            if ahead > 0:
+                time.sleep(ahead)
+    producer.flush(120)
+
+
+def config_for(name: str, topic: str, work: Path, trigger: str = "10 seconds") -> Config:
+    env = {
+        "CDCMIRROR_SOURCE__NAME": name,
+        "CDCMIRROR_ICEBERG__NAMESPACE": name,
+        "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{name}",
+        "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": "0",
+        "CDCMIRROR_MIRROR__TRIGGER": trigger,
+        "CDCMIRROR_STREAMS__0__TOPIC": topic,
+        "CDCMIRROR_STREAMS__0__TABLE": "events",
+        "CDCMIRROR_STREAMS__0__SCHEMA": "infer",
+        "CDCMIRROR_STREAMS__0__PARTITION": "day(_kafka_timestamp)",
+    }
+    return load_config(environ=env, cwd=work)
+
+
+def plain(spark: Any, topic: str, n: int, name: str) -> float:
+    """Seconds of a plain Spark Kafka read -> from_json -> Iceberg append."""
+    from pyspark.sql import functions as F
+
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}")
+    started = time.monotonic()
+    frame = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", services.KAFKA)
+        .option("subscribe", topic)
+        .load()
+        .select(
+            F.from_json(F.col("value").cast("string"), SCHEMA).alias("e"),
+            "topic",
+            "partition",
+            "offset",
+            "timestamp",
+        )
+        .select("e.*", "topic", "partition", "offset", "timestamp")
+    )
+    frame.writeTo(f"{name}.events").using("iceberg").create()
+    seconds = time.monotonic() - started
+    assert spark.table(f"{name}.events").count() == n
+    return seconds
+
+
+def cdcmirror_append(spark: Any, topic: str, n: int, name: str, work: Path) -> float:
+    config = config_for(name, topic, work)
+    bootstrap_streams(config, load_catalog(config), dry_run=False)
+    started = time.monotonic()
+    mirror(config, available_now=True)
+    seconds = time.monotonic() - started
+    assert spark.table(f"{name}.events").count() == n
+    return seconds
+
+
+def freshness(trigger: int, seconds: int, rate: int, work: Path) -> str:
+    name = services.unique("bench_fresh")
+    topic = f"{name}.events"
+    services.create_topic(topic, 2)
+    produce(topic, 100)
+    config = config_for(name, topic, work, f"{trigger} seconds")
+    bootstrap_streams(config, load_catalog(config), dry_run=False)
+    path = work / f"{name}.toml"
+    path.write_text("", "utf-8")
+    env = _env_of(name, topic, trigger)
+    job = MirrorJob(path, f"{trigger} seconds", env)
+    try:
+        time.sleep(20)  # the job's start
+        began = time.monotonic()
+        produce(topic, rate * seconds, start=100, rate=rate)
+        took = time.monotonic() - began
+        time.sleep(trigger + 15)
+    finally:
+        job.stop()
+    spark = build_spark_session(config, "bench-stream")
+    row = spark.sql(
+        "SELECT percentile_approx(d, array(0.5, 0.95, 0.99)) AS p, count(*) AS n FROM ("
+        "SELECT unix_micros(_ingested_at) / 1e6 - unix_micros(_kafka_timestamp) / 1e6 AS d "
+        f"FROM {name}.events WHERE n >= 100)"
+    ).first()
+    files = spark.sql(f"SELECT count(*) FROM {name}.events.files").first()[0]
+    per_hour = files / (took + trigger + 15) * 3600
+    p50, p95, p99 = row.p
+    return f"| {trigger} | {row.n:,} | {p50:.1f} | {p95:.1f} | {p99:.1f} | {per_hour:,.0f} |"
+
+
+def _env_of(name: str, topic: str, trigger: int) -> dict[str, str]:
+    return {
+        "CDCMIRROR_SOURCE__NAME": name,
+        "CDCMIRROR_ICEBERG__NAMESPACE": name,
+        "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{name}",
+        "CDCMIRROR_MIRROR__TRIGGER": f"{trigger} seconds",
+        "CDCMIRROR_STREAMS__0__TOPIC": topic,
+        "CDCMIRROR_STREAMS__0__TABLE": "events",
+        "CDCMIRROR_STREAMS__0__SCHEMA": "infer",
+        "CDCMIRROR_STREAMS__0__PARTITION": "day(_kafka_timestamp)",
+    }
+
+
+def main(n: int, triggers: list[int], seconds: int, rate: int) -> None:
+    os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.chdir(work)
+        base = services.unique("bench_stream")
+        topic = f"{base}.events"
+        services.create_topic(topic, 2)
+        started = time.monotonic()
+        produce(topic, n)
+        print(f"produced {n:,} JSON events in {time.monotonic() - started:.1f} s", flush=True)
+        spark = build_spark_session(config_for(base, topic, work), "bench-stream")
+        rounds = []
+        for r in (1, 2):
+            p = plain(spark, topic, n, f"{base}_plain{r}")
+            c = cdcmirror_append(spark, topic, n, f"{base}_m{r}", work)
+            rounds.append((p, c))
+            print(
+                f"{n:,} events, round {r}: plain Spark Kafka -> Iceberg {p:.1f} s "
+                f"({n / p:,.0f} events/s); cdcmirror stream {c:.1f} s ({n / c:,.0f} events/s)",
+                flush=True,
+            )
+        p, c = rounds[1]
+        print(f"{n:,} JSON events: cdcmirror / plain append = {p / c:.2f}x", flush=True)
+        if triggers:
+            print(f"\nfreshness, {rate} events/s for {seconds} s, one stream of 2 partitions")
+            print("| trigger s | events | p50 s | p95 s | p99 s | data files/h |")
+            print("| --- | --- | --- | --- | --- | --- |")
+            for t in triggers:
+                print(freshness(t, seconds, rate, work), flush=True)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    opts = {"--freshness": "", "--seconds": "120", "--rate": "500"}
+    for key in list(opts):
+        if key in args:
+            i = args.index(key)
+            opts[key] = args[i + 1]
+            del args[i : i + 2]
+    count = int(args[0]) if args else 1_000_000
+    trig = [int(x) for x in opts["--freshness"].split(",") if x]
+    with services.forgetting_made():
+        main(count, trig, int(opts["--seconds"]), int(opts["--rate"]))

@@ -1,0 +1,52 @@
+"""``cdcmirror reconcile`` for the plain event streams (``[[streams]]``): per topic
+partition, the events Kafka holds up to the table's last offset against its rows
+(``streams/reconcile.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ServiceUnavailableError
+from cdcmirror.streams.reconcile import PartitionCheck, StreamCheck
+
+
+def reconcile_streams(
+    config: Config, only: list[str] | None, limit: int, progress: Callable[[str], None]
+) -> list[StreamCheck]:
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.mirror import internal_namespace
+    from cdcmirror.commands.streams import job_streams, stream_topics
+    from cdcmirror.spark.session import build_spark_session
+    from cdcmirror.spark.stream_reconcile import compare_stream
+    from cdcmirror.stack.health import committed_end_offsets
+
+    streams = job_streams(config, load_catalog(config), only)
+    if not streams.tables:
+        return []
+    bootstrap = str(config.get("kafka", "bootstrap_servers"))
+    topics = {t.identifier: stream_topics(config, t.spec) for t in streams.tables}
+    every = sorted({name for names in topics.values() for name in names})
+    try:
+        firsts = committed_end_offsets(bootstrap, every, earliest=True)
+        ends = committed_end_offsets(bootstrap, every)
+    except Exception as exc:
+        raise ServiceUnavailableError(
+            f"Kafka at {bootstrap} does not answer ({exc}); start it or fix kafka.bootstrap_servers"
+        ) from exc
+    progress("starting Spark")
+    spark = build_spark_session(config, "cdcmirror-reconcile")
+    dead = f"{internal_namespace(config)}.dead_letter"
+    checks = []
+    for t in streams.tables:
+        progress(f"stream {t.identifier}")
+        check = StreamCheck(t.identifier, bool(t.spec.key_columns))
+        for topic in topics[t.identifier]:
+            for p in sorted(ends.get(topic, {})):
+                held = t.held.get(topic, {}).get(p)
+                first = firsts.get(topic, {}).get(p, 0)
+                check.partitions.append(PartitionCheck(topic, p, first, ends[topic][p], held))
+        if not check.keyed:
+            compare_stream(spark, bootstrap, t.identifier, dead, check.partitions, limit)
+        checks.append(check)
+    return checks

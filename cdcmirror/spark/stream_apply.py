@@ -1,0 +1,252 @@
+"""A micro-batch of the plain event topics (``[[streams]]``): per stream table, decode the
+JSON events, add the fields an inferred stream gained, append (or upsert by key) in one
+commit, and hand back the dead letters. The SQL: ``streams/sql.py``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.exceptions import CdcMirrorError, ConfigError, MirrorError
+from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.resume import topics_summary
+from cdcmirror.spark.avro_frames import AvroFrames
+from cdcmirror.spark.batch_stats import TableStats
+from cdcmirror.spark.commits import with_commit_props
+from cdcmirror.spark.dead_letters import RECORD_COLUMNS
+from cdcmirror.sql_text import spark_name, sql_string
+from cdcmirror.streams.schema import columns_of_avro, infer_columns
+from cdcmirror.streams.spec import StreamSpec
+from cdcmirror.streams.sql import (
+    JSON_OPTIONS,
+    JSON_TEXT,
+    append_sql,
+    decoded_exprs,
+    event_ddl,
+    held_after,
+    not_held_sql,
+    upsert_sql,
+)
+
+logger = logging.getLogger("cdcmirror.mirror")
+_GOOD = "_error IS NULL AND _new"
+_COUNTS = (
+    f"count_if({_GOOD}) AS good",
+    "count_if(_error IS NOT NULL) AS bad",
+    "count_if(_error IS NULL AND NOT _new) AS held",
+    f"max(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS newest",
+    f"percentile_approx(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL), 0.5) AS median",
+    f"min(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS oldest",
+)
+
+SAMPLE_FOR_NEW_FIELDS = 200  # events whose new fields an inferred stream's types come from
+
+
+@dataclass(frozen=True)
+class StreamTable:
+    spec: StreamSpec
+    identifier: str
+    columns: tuple[IcebergColumn, ...]  # the event's columns (not the Kafka ones)
+    # topic -> partition -> the last offset the table holds (sql.py: exactly once)
+    held: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    def matches_sql(self) -> str:
+        """Condition over Kafka rows: the record is one of this stream's."""
+        if self.spec.topic:
+            return f"topic = {sql_string(self.spec.topic)}"
+        return f"topic RLIKE {sql_string('^(?:' + self.spec.topic_pattern + ')$')}"
+
+
+# told which columns an inferred stream's table gains; returns the table with them
+Evolve = Callable[[StreamTable, list[IcebergColumn]], StreamTable]
+# a stream's share of a batch: topic -> its events, first and last offsets per partition
+StreamParts = dict[str, dict[str, Any]]
+
+
+def streams_in(
+    streams: dict[str, StreamTable], summary: dict[str, dict[str, Any]]
+) -> list[tuple[StreamTable, StreamParts]]:
+    """The streams with events in a batch (``summary``: the batch's topics, as the applier
+    counts them), each with its topics' parts."""
+    out = []
+    for table in streams.values():
+        parts = {t: p for t, p in summary.items() if table.spec.matches(t) and p["events"]}
+        if parts:
+            out.append((table, parts))
+    return out
+
+
+class StreamBatch:
+    """One batch of one stream table."""
+
+    def __init__(
+        self,
+        spark: Any,
+        table: StreamTable,
+        evolve: Evolve,
+        frames: AvroFrames | None = None,
+        registry: SchemaRegistry | None = None,
+    ) -> None:
+        """``frames`` and ``registry``: for an Avro stream."""
+        self.spark, self.table, self.evolve = spark, table, evolve
+        self.frames, self.registry = frames, registry
+
+    def apply_parts(
+        self, raw: Any, query_id: str, batch_id: int, parts: StreamParts
+    ) -> tuple[TableStats, StreamTable, Any]:
+        """``apply`` with the batch's parts of the stream's topics (as the applier's first
+        look counts them): the table's stats, the table after it, its dead letters."""
+        table = self.table
+        stats = TableStats(table.identifier, events=sum(p["events"] for p in parts.values()))
+        for p in parts.values():
+            stats.offsets.update(p["offsets"])
+            stats.starts.update(p["starts"])
+        offsets = {t: (p["starts"], p["offsets"]) for t, p in parts.items()}
+        try:
+            done, dead = self.apply(raw, query_id, batch_id, offsets, stats)
+        except CdcMirrorError:
+            raise
+        except Exception as exc:
+            raise MirrorError(f"{table.identifier}: batch {batch_id} failed: {exc}") from exc
+        return stats, done, dead
+
+    def apply(
+        self,
+        raw: Any,
+        query_id: str,
+        batch_id: int,
+        parts: dict[str, tuple[dict[int, int], dict[int, int]]],
+        stats: TableStats,
+    ) -> tuple[StreamTable, Any]:
+        """Write the batch's events of this stream (``raw``: the batch's Kafka rows;
+        ``parts``: per topic of the stream, its first and last offsets per partition);
+        returns the table (evolved, what it holds) and the dead letters (or None). Events
+        the table holds already (a batch that runs again) are not written again; their dead
+        letters are (a MERGE: once)."""
+        table = self.table
+        events = raw.where(table.matches_sql()).where("value IS NOT NULL")
+        started = time.monotonic()
+        text, error = JSON_TEXT, ""
+        if table.spec.format == "avro":
+            events, schemas = self._from_avro(events)
+            text, error = "_json", "_decode_error"
+            table = self._with_avro_fields(table, schemas)
+        elif table.spec.infer:
+            table = self._with_new_fields(events, table)
+        decoded = self._decode(events, table, text, error)
+        decoded = decoded.selectExpr("*", f"{not_held_sql(table.held)} AS _new")
+        decoded = decoded.persist()
+        try:
+            with stats.phase("decode"):
+                counts = decoded.selectExpr(*_COUNTS).first()
+            stats.replayed = int(counts.held)
+            held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
+            if counts.good:
+                props = topics_summary(
+                    query_id, batch_id, {t: starts for t, (starts, _) in parts.items()}, held
+                )
+                self._write(decoded.where("_new"), table, props, stats)
+            elif counts.held:
+                logger.info("%s: batch %d was written before", table.identifier, batch_id)
+            stats.inserts, stats.dead_lettered = int(counts.good), int(counts.bad)
+            stats.committed(time.time(), counts.newest, counts.median, counts.oldest)
+            dead = None
+            if counts.bad:
+                dead = decoded.where("_error IS NOT NULL").selectExpr(
+                    *RECORD_COLUMNS, "_error AS error", f"'{table.identifier}' AS table_name"
+                )
+                dead = dead.localCheckpoint(eager=True)  # before the cache goes
+        finally:
+            decoded.unpersist()
+            stats.table_seconds = time.monotonic() - started
+        return replace(table, held=held if counts.good else table.held), dead
+
+    def _decode(self, events: Any, table: StreamTable, text: str, error: str) -> Any:
+        from pyspark.sql import functions as F
+
+        parsed = events.withColumn(
+            "e", F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
+        )
+        closed = table.spec.format == "json" and not table.spec.infer
+        exprs = decoded_exprs(table.columns, closed, text, error)
+        return parsed.selectExpr(*exprs, *RECORD_COLUMNS)
+
+    def _from_avro(self, events: Any) -> tuple[Any, dict[int, str]]:
+        """The events with ``_json`` and ``_decode_error`` (``spark/avro_frames.py``), and
+        the registry's schemas of the batch's ids."""
+        assert self.frames is not None and self.registry is not None, "an Avro stream"
+        framed = self.frames.with_ids(events)
+        rows = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct().collect()
+        schemas = self.registry.schemas([int(r[0]) for r in rows])
+        return self.frames.decode(framed, schemas), schemas
+
+    def _with_avro_fields(self, table: StreamTable, schemas: dict[int, str]) -> StreamTable:
+        """An Avro stream: fields of the batch's schemas the table lacks become columns
+        (a schema that is no record is the events' decode error, not a column)."""
+        known = {c.name for c in table.columns}
+        added: dict[str, IcebergColumn] = {}
+        for _, text in sorted(schemas.items()):
+            try:
+                columns = columns_of_avro(text, table.identifier)
+            except ConfigError:
+                continue
+            added.update({c.name: c for c in columns if c.name not in known | set(added)})
+        if not added:
+            return table
+        logger.info(
+            "%s: new field(s) %s added from the registry",
+            table.identifier,
+            ", ".join(f"{c.name} {c.type}" for c in added.values()),
+        )
+        return self.evolve(table, list(added.values()))
+
+    def _write(
+        self, decoded: Any, table: StreamTable, props: dict[str, str], stats: TableStats
+    ) -> None:
+        view = f"_cdcm_stream_{abs(hash(table.identifier))}"
+        decoded.createOrReplaceTempView(view)
+        target = spark_name(table.identifier)
+        if table.spec.key_columns:
+            sql = upsert_sql(target, view, table.columns, table.spec.key_columns)
+        else:
+            sql = append_sql(target, view, table.columns)
+        try:
+            with stats.phase("merge"):
+                with_commit_props(self.spark, props, lambda: self.spark.sql(sql), fault=True)
+        finally:
+            self.spark.catalog.dropTempView(view)
+
+    def _with_new_fields(self, events: Any, table: StreamTable) -> StreamTable:
+        """An inferred stream: fields the batch's events have and the table lacks become
+        columns (their types from up to ``SAMPLE_FOR_NEW_FIELDS`` events that have them)."""
+        known = {c.name for c in table.columns}
+        keys = events.selectExpr("explode(json_object_keys(CAST(value AS STRING))) AS k").distinct()
+        new = sorted(r.k for r in keys.collect() if r.k not in known)
+        if not new:
+            return table
+        having = " OR ".join(
+            f"get_json_object(CAST(value AS STRING), {sql_string('$.' + n)}) IS NOT NULL"
+            for n in new
+        )
+        sample = [
+            json.loads(r[0])
+            for r in events.where(having)
+            .selectExpr("CAST(value AS STRING)")
+            .limit(SAMPLE_FOR_NEW_FIELDS)
+            .collect()
+        ]
+        events_new = [
+            {k: v for k, v in e.items() if k in new} for e in sample if isinstance(e, dict)
+        ]
+        added = infer_columns(events_new or [dict.fromkeys(new)], table.identifier)
+        logger.info(
+            "%s: new field(s) %s added",
+            table.identifier,
+            ", ".join(f"{c.name} {c.type}" for c in added),
+        )
+        return self.evolve(table, added)

@@ -1,0 +1,167 @@
+"""The SQL of a stream's batch: decode the JSON events, append them, or upsert them by
+key. Pure.
+
+An event is a Kafka record whose value is a JSON object. It is written when every field
+fits its column; it goes to the dead-letter table, with the reason, when it is not UTF-8,
+not a JSON object, has a value that does not fit its column, or (a stream with a schema
+file) has a field the schema does not name. A record without a value (a tombstone) is no
+event and is skipped.
+
+Exactly once: an append is not idempotent, so a batch that runs again (a restart after the
+table's commit, before Spark's checkpoint wrote it down) must not append again. Each commit
+records, in its snapshot summary, the last offset the table holds of every topic partition
+of the stream (``held_after``: all of them, not only the batch's, so the newest commit
+says it all); the job reads it at start, keeps it, and writes only records after it
+(``not_held_sql``). A batch that ran before is then empty for the table; a job whose
+checkpoint was lost resumes the stream after those offsets (``mirror/resume.py``). A
+stream with ``key_columns`` is MERGEd instead, newest event per key by (Kafka timestamp,
+partition, offset), with the same filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.iceberg_types import spark_type
+from cdcmirror.sql_text import q, sql_string
+from cdcmirror.streams.schema import KAFKA_NAMES
+
+UNREADABLE = "_unreadable"
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
+EVENT_ORDER = "struct(_kafka_timestamp, _kafka_topic, _kafka_partition, _kafka_offset)"
+
+
+def event_ddl(columns: Sequence[IcebergColumn]) -> str:
+    """The ``from_json`` schema of an event.
+
+    >>> event_ddl([IcebergColumn("n", "long"), IcebergColumn("at", "timestamptz")])
+    '`n` BIGINT, `at` TIMESTAMP, _unreadable STRING'
+    """
+    fields = [f"{q(c.name)} {spark_type(c.type)}" for c in columns]
+    return ", ".join([*fields, f"{UNREADABLE} STRING"])
+
+
+JSON_TEXT = "CAST(value AS STRING)"
+
+
+def _error(columns: Sequence[IcebergColumn], closed: bool, text: str, decode_error: str) -> str:
+    checks = []
+    if decode_error:  # Avro: the frame, the schema id or the body (spark/avro_frames.py)
+        checks.append((f"{decode_error} IS NOT NULL", decode_error))
+    checks += [
+        ("NOT is_valid_utf8(" + text + ")", "'the value is not UTF-8 text (JSON must be)'"),
+        ("NOT startswith(ltrim(" + text + "), '{')", "'the value is not a JSON object'"),
+        (
+            f"e IS NULL OR e.{UNREADABLE} IS NOT NULL",
+            "'a value does not fit its column (text in a number, a fraction in an integer, "
+            "a timestamp that does not parse), or the JSON does not parse'",
+        ),
+    ]
+    if closed:  # a schema file: a field it does not name is refused, never dropped
+        known = ", ".join(sql_string(c.name) for c in columns)
+        extra = f"filter(json_object_keys({text}), k -> NOT array_contains(array({known}), k))"
+        checks.append(
+            (
+                f"size({extra}) > 0",
+                f"concat({sql_string('field(s) not in the stream' + chr(39) + 's schema: ')}, "
+                f"array_join({extra}, ', '))",
+            )
+        )
+    cases = " ".join(f"WHEN {cond} THEN {msg}" for cond, msg in checks)
+    return f"CASE {cases} END"
+
+
+def decoded_exprs(
+    columns: Sequence[IcebergColumn], closed: bool, text: str = JSON_TEXT, decode_error: str = ""
+) -> list[str]:
+    """Over the batch's Kafka rows with ``e`` (the parsed ``text``): the event's columns,
+    its Kafka coordinates, and ``_error`` (NULL when it can be written; ``decode_error``:
+    the column of an Avro value's decoding error)."""
+    out = [f"e.{q(c.name)} AS {q(c.name)}" for c in columns]
+    out += [
+        "topic AS _kafka_topic",
+        "partition AS _kafka_partition",
+        "offset AS _kafka_offset",
+        "timestamp AS _kafka_timestamp",
+        f"{_error(columns, closed, text, decode_error)} AS _error",
+    ]
+    return out
+
+
+def _names(columns: Sequence[IcebergColumn]) -> list[str]:
+    return [q(c.name) for c in columns] + [q(n) for n in KAFKA_NAMES]
+
+
+def append_sql(target: str, events: str, columns: Sequence[IcebergColumn]) -> str:
+    """Append the good events of the view ``events``.
+
+    >>> append_sql("t", "v", [IcebergColumn("n", "long")])[:60]
+    'INSERT INTO t (`n`, `_kafka_topic`, `_kafka_partition`, `_ka'
+    """
+    values = [q(c.name) for c in columns]
+    values += ["_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp"]
+    values += ["current_timestamp()"]
+    return (
+        f"INSERT INTO {target} ({', '.join(_names(columns))}) "
+        f"SELECT {', '.join(values)} FROM {events} WHERE _error IS NULL"
+    )
+
+
+def upsert_sql(
+    target: str, events: str, columns: Sequence[IcebergColumn], keys: Sequence[str]
+) -> str:
+    """MERGE the newest good event per key (by Kafka timestamp, partition, offset) into the
+    table; an event not newer than the stored row changes nothing (a replay)."""
+    keys_sql = ", ".join(q(k) for k in keys)
+    newest = (
+        f"SELECT n.* FROM (SELECT max_by(struct(*), {EVENT_ORDER}) AS n FROM {events} "
+        f"WHERE _error IS NULL GROUP BY {keys_sql})"
+    )
+    on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
+    newer = (
+        "struct(s._kafka_timestamp, s._kafka_topic, s._kafka_partition, s._kafka_offset) > "
+        "struct(t._kafka_timestamp, t._kafka_topic, t._kafka_partition, t._kafka_offset)"
+    )
+    names = _names(columns)
+    values = [f"s.{n}" for n in names[:-1]] + ["current_timestamp()"]
+    sets = ", ".join(f"{n} = {v}" for n, v in zip(names, values, strict=True))
+    return (
+        f"MERGE INTO {target} t USING ({newest}) s ON {on} "
+        f"WHEN MATCHED AND {newer} THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) VALUES ({', '.join(values)})"
+    )
+
+
+def not_held_sql(held: Mapping[str, Mapping[int, int]]) -> str:
+    """Condition over Kafka rows: the record is after the last offset the table holds for
+    its topic and partition (``held``: topic -> partition -> last offset written).
+
+    >>> not_held_sql({"t": {0: 9, 1: 4}})
+    "NOT ((topic = 't' AND ((partition = 0 AND offset <= 9) OR (partition = 1 AND offset <= 4))))"
+    >>> not_held_sql({})
+    'true'
+    """
+    per_topic = []
+    for topic, parts in sorted(held.items()):
+        if not parts:
+            continue
+        each = " OR ".join(f"(partition = {p} AND offset <= {o})" for p, o in sorted(parts.items()))
+        per_topic.append(f"(topic = {sql_string(topic)} AND ({each}))")
+    return f"NOT ({' OR '.join(per_topic)})" if per_topic else "true"
+
+
+def held_after(
+    held: Mapping[str, Mapping[int, int]], ends: Mapping[str, Mapping[int, int]]
+) -> dict[str, dict[int, int]]:
+    """What a table holds after a batch's commit: its last offsets per topic and partition.
+
+    >>> held_after({"t": {0: 9, 1: 4}}, {"t": {0: 20}, "u": {0: 3}})
+    {'t': {0: 20, 1: 4}, 'u': {0: 3}}
+    """
+    out = {t: dict(parts) for t, parts in held.items()}
+    for topic, parts in ends.items():
+        for p, o in parts.items():
+            mine = out.setdefault(topic, {})
+            mine[p] = max(o, mine.get(p, -1))
+    return out
