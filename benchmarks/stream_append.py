@@ -1,9 +1,11 @@
 """Benchmark: a plain event stream (``[[streams]]``) appended to Iceberg, in one process.
 
 1. N small JSON events (about 110 bytes: user, page, ms, ts, n) are produced to a topic of 2
-   partitions;
-2. plain Spark: a batch read of the topic, ``from_json`` with the same columns, the Kafka
-   coordinates, appended to a new Iceberg table: the bound on this machine;
+   partitions, and with ``--avro`` the same N events as Avro (Confluent wire format, schema
+   registered in the stack's registry) to another;
+2. plain Spark: a batch read of the topic, ``from_json`` (or ``from_avro`` of the body
+   after the 5-byte frame) with the same columns, the Kafka coordinates, appended to a new
+   Iceberg table: the bound on this machine;
 3. cdcmirror: the stream's table made as bootstrap makes it (schema inferred from the
    topic), then `cdcmirror mirror --available-now` appends the topic in one batch (decode,
    dead-letter check, the exactly-once filter, the commit with its offsets).
@@ -14,7 +16,8 @@ R events/s for S seconds: the delay of each event is ``_ingested_at - _kafka_tim
 (the batch's time at its commit minus the record's time), p50/p95/p99, and the data files
 the table gained per hour. Needs the stack (`make stack-up`).
 
-    .venv/bin/python benchmarks/stream_append.py [N] [--freshness 1,10] [--seconds S] [--rate R]
+    .venv/bin/python benchmarks/stream_append.py [N] [--avro] [--freshness 1,10] [--seconds S]
+        [--rate R]
 """
 
 from __future__ import annotations
@@ -41,8 +44,29 @@ from integration_tests.mirror_env import MirrorJob
 SCHEMA = "user BIGINT, page STRING, ms DOUBLE, ts STRING, n BIGINT"
 
 
-def produce(topic: str, n: int, start: int = 0, rate: float = 0.0) -> None:
-    """``n`` events; with ``rate``, at about that many per second."""
+AVRO = {
+    "type": "record",
+    "name": "Click",
+    "fields": [
+        {"name": "user", "type": "long"},
+        {"name": "page", "type": "string"},
+        {"name": "ms", "type": "double"},
+        {"name": "ts", "type": "string"},
+        {"name": "n", "type": "long"},
+    ],
+}
+
+
+def produce(
+    topic: str, n: int, start: int = 0, rate: float = 0.0, avro_id: int | None = None
+) -> None:
+    """``n`` events; with ``rate``, at about that many per second; with ``avro_id``, as
+    Avro in the Confluent wire format."""
+    import io
+
+    import fastavro
+
+    parsed = fastavro.parse_schema(AVRO)
     rnd = random.Random(start)
     producer = Producer({"bootstrap.servers": services.KAFKA, "linger.ms": 20})
     began = time.monotonic()
@@ -54,9 +78,15 @@ def produce(topic: str, n: int, start: int = 0, rate: float = 0.0) -> None:
             "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "n": i,
         }
+        if avro_id is None:
+            value = json.dumps(event).encode()
+        else:
+            body = io.BytesIO()
+            fastavro.schemaless_writer(body, parsed, event)
+            value = b"\x00" + avro_id.to_bytes(4, "big") + body.getvalue()
         while True:
             try:
-                producer.produce(topic, json.dumps(event).encode(), key=str(i % 64).encode())
+                producer.produce(topic, value, key=str(i % 64).encode())
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -67,7 +97,9 @@ def produce(topic: str, n: int, start: int = 0, rate: float = 0.0) -> None:
     producer.flush(120)
 
 
-def config_for(name: str, topic: str, work: Path, trigger: str = "10 seconds") -> Config:
+def config_for(
+    name: str, topic: str, work: Path, trigger: str = "10 seconds", avro: bool = False
+) -> Config:
     env = {
         "CDCMIRROR_SOURCE__NAME": name,
         "CDCMIRROR_ICEBERG__NAMESPACE": name,
@@ -76,16 +108,23 @@ def config_for(name: str, topic: str, work: Path, trigger: str = "10 seconds") -
         "CDCMIRROR_MIRROR__TRIGGER": trigger,
         "CDCMIRROR_STREAMS__0__TOPIC": topic,
         "CDCMIRROR_STREAMS__0__TABLE": "events",
-        "CDCMIRROR_STREAMS__0__SCHEMA": "infer",
+        "CDCMIRROR_STREAMS__0__SCHEMA": f"{topic}-value" if avro else "infer",
+        "CDCMIRROR_STREAMS__0__FORMAT": "avro" if avro else "json",
         "CDCMIRROR_STREAMS__0__PARTITION": "day(_kafka_timestamp)",
     }
     return load_config(environ=env, cwd=work)
 
 
-def plain(spark: Any, topic: str, n: int, name: str) -> float:
-    """Seconds of a plain Spark Kafka read -> from_json -> Iceberg append."""
+def plain(spark: Any, topic: str, n: int, name: str, avro: bool = False) -> float:
+    """Seconds of a plain Spark Kafka read -> from_json (from_avro) -> Iceberg append."""
     from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
 
+    value = (
+        from_avro(F.expr("substring(value, 6)"), json.dumps(AVRO))
+        if avro
+        else F.from_json(F.col("value").cast("string"), SCHEMA)
+    )
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}")
     started = time.monotonic()
     frame = (
@@ -94,7 +133,7 @@ def plain(spark: Any, topic: str, n: int, name: str) -> float:
         .option("subscribe", topic)
         .load()
         .select(
-            F.from_json(F.col("value").cast("string"), SCHEMA).alias("e"),
+            value.alias("e"),
             "topic",
             "partition",
             "offset",
@@ -108,8 +147,10 @@ def plain(spark: Any, topic: str, n: int, name: str) -> float:
     return seconds
 
 
-def cdcmirror_append(spark: Any, topic: str, n: int, name: str, work: Path) -> float:
-    config = config_for(name, topic, work)
+def cdcmirror_append(
+    spark: Any, topic: str, n: int, name: str, work: Path, avro: bool = False
+) -> float:
+    config = config_for(name, topic, work, avro=avro)
     bootstrap_streams(config, load_catalog(config), dry_run=False)
     started = time.monotonic()
     mirror(config, available_now=True)
@@ -162,30 +203,40 @@ def _env_of(name: str, topic: str, trigger: int) -> dict[str, str]:
     }
 
 
-def main(n: int, triggers: list[int], seconds: int, rate: int) -> None:
+def compare(spark: Any, n: int, work: Path, avro: bool) -> None:
+    """Both appends of N events, twice, alternating; the second round's ratio."""
+    from integration_tests.test_schema_registry import _register
+
+    kind = "Avro" if avro else "JSON"
+    base = services.unique("bench_stream")
+    topic = f"{base}.events"
+    services.create_topic(topic, 2)
+    avro_id = _register(f"{topic}-value", AVRO) if avro else None
+    started = time.monotonic()
+    produce(topic, n, avro_id=avro_id)
+    print(f"produced {n:,} {kind} events in {time.monotonic() - started:.1f} s", flush=True)
+    rounds = []
+    for r in (1, 2):
+        p = plain(spark, topic, n, f"{base}_plain{r}", avro)
+        c = cdcmirror_append(spark, topic, n, f"{base}_m{r}", work, avro)
+        rounds.append((p, c))
+        print(
+            f"{n:,} {kind} events, round {r}: plain Spark Kafka -> Iceberg {p:.1f} s "
+            f"({n / p:,.0f} events/s); cdcmirror stream {c:.1f} s ({n / c:,.0f} events/s)",
+            flush=True,
+        )
+    p, c = rounds[1]
+    print(f"{n:,} {kind} events: cdcmirror / plain append = {p / c:.2f}x", flush=True)
+
+
+def main(n: int, avro: bool, triggers: list[int], seconds: int, rate: int) -> None:
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         os.chdir(work)
-        base = services.unique("bench_stream")
-        topic = f"{base}.events"
-        services.create_topic(topic, 2)
-        started = time.monotonic()
-        produce(topic, n)
-        print(f"produced {n:,} JSON events in {time.monotonic() - started:.1f} s", flush=True)
-        spark = build_spark_session(config_for(base, topic, work), "bench-stream")
-        rounds = []
-        for r in (1, 2):
-            p = plain(spark, topic, n, f"{base}_plain{r}")
-            c = cdcmirror_append(spark, topic, n, f"{base}_m{r}", work)
-            rounds.append((p, c))
-            print(
-                f"{n:,} events, round {r}: plain Spark Kafka -> Iceberg {p:.1f} s "
-                f"({n / p:,.0f} events/s); cdcmirror stream {c:.1f} s ({n / c:,.0f} events/s)",
-                flush=True,
-            )
-        p, c = rounds[1]
-        print(f"{n:,} JSON events: cdcmirror / plain append = {p / c:.2f}x", flush=True)
+        spark = build_spark_session(config_for("x", "x", work), "bench-stream")
+        for kind in ([False, True] if avro else [False]) if n else []:
+            compare(spark, n, work, kind)
         if triggers:
             print(f"\nfreshness, {rate} events/s for {seconds} s, one stream of 2 partitions")
             print("| trigger s | events | p50 s | p95 s | p99 s | data files/h |")
@@ -202,7 +253,9 @@ if __name__ == "__main__":
             i = args.index(key)
             opts[key] = args[i + 1]
             del args[i : i + 2]
+    with_avro = "--avro" in args
+    args = [a for a in args if a != "--avro"]
     count = int(args[0]) if args else 1_000_000
     trig = [int(x) for x in opts["--freshness"].split(",") if x]
     with services.forgetting_made():
-        main(count, trig, int(opts["--seconds"]), int(opts["--rate"]))
+        main(count, with_avro, trig, int(opts["--seconds"]), int(opts["--rate"]))

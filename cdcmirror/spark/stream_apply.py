@@ -35,6 +35,7 @@ from cdcmirror.streams.sql import (
 
 logger = logging.getLogger("cdcmirror.mirror")
 _GOOD = "_error IS NULL AND _new"
+_UNKNOWN = "array_distinct(flatten(collect_set(_unknown))) AS unknown"
 _COUNTS = (
     f"count_if({_GOOD}) AS good",
     "count_if(_error IS NOT NULL) AS bad",
@@ -136,14 +137,12 @@ class StreamBatch:
             events, schemas = self._from_avro(events)
             text, error = "_json", "_decode_error"
             table = self._with_avro_fields(table, schemas)
-        elif table.spec.infer:
-            table = self._with_new_fields(events, table)
-        decoded = self._decode(events, table, text, error)
-        decoded = decoded.selectExpr("*", f"{not_held_sql(table.held)} AS _new")
-        decoded = decoded.persist()
+        decoded, counts = self._decoded(events, table, text, error, stats)
+        if counts.unknown:  # an inferred stream's events have fields the table lacks
+            decoded.unpersist()
+            table = self._with_new_fields(events, table, sorted(counts.unknown))
+            decoded, counts = self._decoded(events, table, text, error, stats)
         try:
-            with stats.phase("decode"):
-                counts = decoded.selectExpr(*_COUNTS).first()
             stats.replayed = int(counts.held)
             held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
             if counts.good:
@@ -166,15 +165,27 @@ class StreamBatch:
             stats.table_seconds = time.monotonic() - started
         return replace(table, held=held if counts.good else table.held), dead
 
-    def _decode(self, events: Any, table: StreamTable, text: str, error: str) -> Any:
+    def _decoded(
+        self, events: Any, table: StreamTable, text: str, error: str, stats: TableStats
+    ) -> tuple[Any, Any]:
+        """The decoded events (cached, ``_new``: not held yet) and their counts; for an
+        inferred stream, the fields no column holds (``unknown``), found in the same pass."""
         from pyspark.sql import functions as F
 
         parsed = events.withColumn(
             "e", F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
         )
         closed = table.spec.format == "json" and not table.spec.infer
-        exprs = decoded_exprs(table.columns, closed, text, error)
-        return parsed.selectExpr(*exprs, *RECORD_COLUMNS)
+        exprs = decoded_exprs(table.columns, closed, text, error, unknown=table.spec.infer)
+        decoded = parsed.selectExpr(*exprs, *RECORD_COLUMNS)
+        decoded = decoded.selectExpr("*", f"{not_held_sql(table.held)} AS _new").persist()
+        unknown = _UNKNOWN if table.spec.infer else "CAST(NULL AS ARRAY<STRING>) AS unknown"
+        try:
+            with stats.phase("decode"):
+                return decoded, decoded.selectExpr(*_COUNTS, unknown).first()
+        except BaseException:
+            decoded.unpersist()
+            raise
 
     def _from_avro(self, events: Any) -> tuple[Any, dict[int, str]]:
         """The events with ``_json`` and ``_decode_error`` (``spark/avro_frames.py``), and
@@ -221,14 +232,9 @@ class StreamBatch:
         finally:
             self.spark.catalog.dropTempView(view)
 
-    def _with_new_fields(self, events: Any, table: StreamTable) -> StreamTable:
-        """An inferred stream: fields the batch's events have and the table lacks become
-        columns (their types from up to ``SAMPLE_FOR_NEW_FIELDS`` events that have them)."""
-        known = {c.name for c in table.columns}
-        keys = events.selectExpr("explode(json_object_keys(CAST(value AS STRING))) AS k").distinct()
-        new = sorted(r.k for r in keys.collect() if r.k not in known)
-        if not new:
-            return table
+    def _with_new_fields(self, events: Any, table: StreamTable, new: list[str]) -> StreamTable:
+        """An inferred stream: fields ``new`` of the batch's events become columns (their
+        types from up to ``SAMPLE_FOR_NEW_FIELDS`` events that have them)."""
         having = " OR ".join(
             f"get_json_object(CAST(value AS STRING), {sql_string('$.' + n)}) IS NOT NULL"
             for n in new

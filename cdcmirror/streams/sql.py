@@ -45,6 +45,16 @@ def event_ddl(columns: Sequence[IcebergColumn]) -> str:
 JSON_TEXT = "CAST(value AS STRING)"
 
 
+def unknown_fields_sql(columns: Sequence[IcebergColumn], text: str) -> str:
+    """The top-level field names of the JSON ``text`` that are not ``columns``.
+
+    >>> unknown_fields_sql([IcebergColumn("n", "long")], "v")
+    "filter(json_object_keys(v), k -> NOT array_contains(array('n'), k))"
+    """
+    known = ", ".join(sql_string(c.name) for c in columns)
+    return f"filter(json_object_keys({text}), k -> NOT array_contains(array({known}), k))"
+
+
 def _error(columns: Sequence[IcebergColumn], closed: bool, text: str, decode_error: str) -> str:
     checks = []
     if decode_error:  # Avro: the frame, the schema id or the body (spark/avro_frames.py)
@@ -59,8 +69,7 @@ def _error(columns: Sequence[IcebergColumn], closed: bool, text: str, decode_err
         ),
     ]
     if closed:  # a schema file: a field it does not name is refused, never dropped
-        known = ", ".join(sql_string(c.name) for c in columns)
-        extra = f"filter(json_object_keys({text}), k -> NOT array_contains(array({known}), k))"
+        extra = unknown_fields_sql(columns, text)
         checks.append(
             (
                 f"size({extra}) > 0",
@@ -73,11 +82,16 @@ def _error(columns: Sequence[IcebergColumn], closed: bool, text: str, decode_err
 
 
 def decoded_exprs(
-    columns: Sequence[IcebergColumn], closed: bool, text: str = JSON_TEXT, decode_error: str = ""
+    columns: Sequence[IcebergColumn],
+    closed: bool,
+    text: str = JSON_TEXT,
+    decode_error: str = "",
+    unknown: bool = False,
 ) -> list[str]:
     """Over the batch's Kafka rows with ``e`` (the parsed ``text``): the event's columns,
     its Kafka coordinates, and ``_error`` (NULL when it can be written; ``decode_error``:
-    the column of an Avro value's decoding error)."""
+    the column of an Avro value's decoding error); with ``unknown``, ``_unknown``: the
+    event's fields that are no column (an inferred stream adds them)."""
     out = [f"e.{q(c.name)} AS {q(c.name)}" for c in columns]
     out += [
         "topic AS _kafka_topic",
@@ -86,6 +100,8 @@ def decoded_exprs(
         "timestamp AS _kafka_timestamp",
         f"{_error(columns, closed, text, decode_error)} AS _error",
     ]
+    if unknown:
+        out.append(f"{unknown_fields_sql(columns, text)} AS _unknown")
     return out
 
 
