@@ -64,6 +64,7 @@ def finished_mirror_apps() -> int:
     return sum(1 for app in state.get("completedapps", []) if app["name"] == "cdcmirror-mirror")
 
 
+@pytest.mark.full
 def test_a_worker_killed_mid_run_loses_nothing(spark_cluster: Stack, pg: Mirrored) -> None:
     worker = cluster.WORKERS[0]
     with continuous_mirror(pg.config_path, "1 second", ON_CLUSTER) as job:
