@@ -35,7 +35,7 @@ from confluent_kafka import Producer
 
 from cdcmirror.catalog import load_catalog
 from cdcmirror.commands.mirror import mirror
-from cdcmirror.commands.streams import bootstrap_streams
+from cdcmirror.commands.streams import apply_stream_plans, plan_streams
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
 from integration_tests import services
@@ -151,7 +151,8 @@ def cdcmirror_append(
     spark: Any, topic: str, n: int, name: str, work: Path, avro: bool = False
 ) -> float:
     config = config_for(name, topic, work, avro=avro)
-    bootstrap_streams(config, load_catalog(config), dry_run=False)
+    catalog = load_catalog(config)
+    apply_stream_plans(config, catalog, plan_streams(config, catalog))
     started = time.monotonic()
     mirror(config, available_now=True)
     seconds = time.monotonic() - started
@@ -165,7 +166,8 @@ def freshness(trigger: int, seconds: int, rate: int, work: Path) -> str:
     services.create_topic(topic, 2)
     produce(topic, 100)
     config = config_for(name, topic, work, f"{trigger} seconds")
-    bootstrap_streams(config, load_catalog(config), dry_run=False)
+    catalog = load_catalog(config)
+    apply_stream_plans(config, catalog, plan_streams(config, catalog))
     path = work / f"{name}.toml"
     path.write_text("", "utf-8")
     env = _env_of(name, topic, trigger)

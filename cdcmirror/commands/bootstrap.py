@@ -22,7 +22,7 @@ from cdcmirror.commands.initial_load import (
     load_tables,
     table_load,
 )
-from cdcmirror.commands.streams import bootstrap_streams
+from cdcmirror.commands.streams import apply_stream_plans, plan_streams
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
@@ -131,11 +131,10 @@ def bootstrap(
         )
     iceberg = _open_catalog(config, dry_run)
     plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired))
+    streams = run.timed("plan streams", lambda: plan_streams(config, iceberg))
     if not dry_run:
         run.timed("apply tables", lambda: _apply_tables(config, iceberg, plans, on_start, on_table))
-    streams = []
-    if config.streams:
-        streams = run.timed("streams", lambda: bootstrap_streams(config, iceberg, dry_run))
+        run.timed("apply streams", lambda: apply_stream_plans(config, iceberg, streams))
     result_c: ConnectorResult | None = None
     report: LoadReport | None = None
     if work is not None:

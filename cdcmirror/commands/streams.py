@@ -62,14 +62,6 @@ class StreamPlan:
         return out
 
 
-def bootstrap_streams(config: Config, catalog: Any, dry_run: bool) -> list[StreamPlan]:
-    """Bootstrap's part for the streams: plan their tables, and make them unless a dry run."""
-    plans = plan_streams(config, catalog)
-    if not dry_run:
-        apply_stream_plans(config, catalog, plans)
-    return plans
-
-
 def stream_topics(config: Config, spec: StreamSpec) -> list[str]:
     """The existing topics of a stream."""
     from cdcmirror.stack.health import topics_named
