@@ -293,6 +293,7 @@ def maria_schemaless(stack: Stack, mariadb: None, spark_world: SparkWorld) -> It
     yield from maria_mirrored(spark_world, 1000, kafka_format="json-schemaless")
 
 
+@pytest.mark.full
 def test_json_without_schemas_same_workload(maria_schemaless: Mirrored) -> None:
     sc.workload_then_same(maria_schemaless, 4000)
     sc.poison_goes_to_dead_letter(maria_schemaless)
@@ -303,6 +304,7 @@ def maria_avro(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator
     yield from maria_mirrored(spark_world, 1000, kafka_format="avro")
 
 
+@pytest.mark.full
 def test_avro_same_workload(maria_avro: Mirrored) -> None:
     """Avro in the Confluent wire format through the stack's Apicurio Registry: the same
     workload, a new column (a new schema id), a replay, poison values."""

@@ -744,6 +744,7 @@ def test_json_without_schemas_same_workload(pg_schemaless: Mirrored) -> None:
     sc.poison_goes_to_dead_letter(pg_schemaless)
 
 
+@pytest.mark.full
 def test_fuzzed_schemaless_events_are_dead_lettered_and_the_rest_applies(
     pg_schemaless: Mirrored,
 ) -> None:
@@ -834,6 +835,7 @@ def test_avro_same_workload(pg_avro: Mirrored) -> None:
     sc.avro_poison_goes_to_dead_letter(pg_avro)
 
 
+@pytest.mark.full
 def test_fuzzed_avro_events_are_dead_lettered_and_the_rest_applies(pg_avro: Mirrored) -> None:
     kinds = fuzzed_events_are_dead_lettered(pg_avro, "avro", 13)
     assert len(kinds) == 5, kinds

@@ -69,6 +69,7 @@ def million(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[M
         services.drop_published_schema(schema)
 
 
+@pytest.mark.full
 def test_deep_finds_one_changed_one_missing_one_extra_in_a_million(million: Mirrored) -> None:
     code, report = rc.reconcile(million, "--deep", "--settle", "0")
     table = rc.only_table(report)
