@@ -2,7 +2,7 @@
 
 Every key can be overridden by ``CDCMIRROR_<SECTION>__<KEY>`` (nested tables add more
 ``__<KEY>`` parts). Secrets (``source.password``) should come from the environment; they are
-never included in what :func:`redacted` returns.
+never included in what :func:`cdcmirror.redaction.redacted` returns.
 """
 
 from __future__ import annotations
@@ -14,137 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdcmirror.config_schema import CHOICES, DEFAULTS, SCHEMA
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.s3a_settings import is_url
-from cdcmirror.streams.spec import StreamSpec, parse_streams, stream_dict
+from cdcmirror.streams.spec import StreamSpec, parse_streams
 
 ENV_PREFIX = "CDCMIRROR_"
 STREAMS = "streams"  # [[streams]]: an array of tables, not a section
 DEFAULT_CONFIG_FILE = "cdcmirror.toml"
-SECRET_KEYS = frozenset({("source", "password")})
-MASK = "***"
 
-# section -> key -> type; "table" keys take free-form sub-tables.
-SCHEMA: dict[str, dict[str, str]] = {
-    "source": {
-        "dialect": "str",
-        "url": "str",
-        "include": "list",
-        "name": "str",
-        "password": "str",
-        "keyless_tables": "str",
-        "unknown_types": "str",
-        "tinyint1_as_boolean": "bool",
-        "signal_table": "str",
-    },
-    "kafka": {"bootstrap_servers": "str", "format": "str", "schema_registry_url": "str"},
-    "connect": {"url": "str", "secrets": "str"},
-    "bootstrap": {
-        "initial_load": "str",
-        "initial_load_min_rows": "int",
-        "rows_per_partition": "int",
-    },
-    "iceberg": {
-        "namespace": "str",
-        "catalog": "table",
-        "table_name": "str",
-        "partition": "str",
-        "format_version": "int",
-    },
-    "mirror": {
-        "trigger": "str",
-        "checkpoint_location": "str",
-        "deletes": "str",
-        "max_events_per_batch": "int",
-        "events_per_task": "int",
-        "dead_letter": "str",
-        "parallelism": "int",
-        "connector_check_seconds": "int",
-        "restart_failed_tasks": "bool",
-        "metrics_port": "int",
-        "metrics_host": "str",
-    },
-    "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
-    "maintain": {
-        "every_batches": "int",
-        "target_file_size_mb": "int",
-        "min_input_files": "int",
-        "snapshot_retention_hours": "int",
-        "retain_last": "int",
-        "orphan_age_hours": "int",
-    },
-    "spark": {"master": "str", "jars": "list", "conf": "table"},
-}
-
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "source": {
-        "dialect": "postgresql",
-        "url": "postgresql://cdc@127.0.0.1:5432/shop",
-        "include": ["public.*"],
-        "name": "shop",
-        "password": "",
-        "keyless_tables": "append",
-        "unknown_types": "error",
-        "tinyint1_as_boolean": True,
-        "signal_table": "",
-    },
-    "kafka": {
-        "bootstrap_servers": "127.0.0.1:9092",
-        "format": "json",
-        # Confluent-compatible API of the schema registry (Avro): the one `cdcmirror stack` runs
-        "schema_registry_url": "http://127.0.0.1:8081/apis/ccompat/v7",
-    },
-    "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
-    "bootstrap": {
-        # how a new connector's tables get their rows: "spark" reads them over JDBC in
-        # parallel, "debezium" snapshots them through Kafka, "auto" picks Spark from
-        # initial_load_min_rows rows (all tables together) on
-        "initial_load": "auto",
-        "initial_load_min_rows": 200000,
-        "rows_per_partition": 500000,
-    },
-    "iceberg": {
-        "namespace": "shop_mirror",
-        "catalog": {},
-        "table_name": "{table}",
-        "partition": "",
-        "format_version": 2,
-    },
-    "mirror": {
-        "trigger": "10 seconds",
-        "checkpoint_location": ".cdcmirror/checkpoints/shop",
-        "deletes": "hard",
-        "max_events_per_batch": 200000,
-        "events_per_task": 25000,
-        "dead_letter": "table",
-        "parallelism": 4,
-        "connector_check_seconds": 30,
-        "restart_failed_tasks": True,
-        "metrics_port": 0,  # 0: no metrics endpoint
-        "metrics_host": "127.0.0.1",
-    },
-    "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
-    "maintain": {
-        "every_batches": 0,
-        "target_file_size_mb": 128,
-        "min_input_files": 2,
-        "snapshot_retention_hours": 24,
-        "retain_last": 5,
-        "orphan_age_hours": 72,
-    },
-    "spark": {"master": "local[2]", "jars": [], "conf": {}},
-}
-
-CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("source", "dialect"): ("postgresql", "mysql"),
-    ("connect", "secrets"): ("file", "env"),
-    ("bootstrap", "initial_load"): ("auto", "spark", "debezium"),
-    ("mirror", "deletes"): ("hard", "soft"),
-    ("mirror", "dead_letter"): ("table", "fail"),
-    ("kafka", "format"): ("json", "json-schemaless", "avro"),
-    ("source", "keyless_tables"): ("append", "skip"),
-    ("source", "unknown_types"): ("error", "string"),
-}
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
@@ -345,58 +223,3 @@ def load_config(
         overrides=tuple(applied),
         streams=streams,
     )
-
-
-def redacted(config: Config) -> dict[str, Any]:
-    """The configuration as plain data with every secret masked, safe to print."""
-    out: dict[str, Any] = {}
-    for section, body in config.values.items():
-        out[section] = {}
-        for key, value in body.items():
-            if (section, key) in SECRET_KEYS:
-                value = MASK if value else ""
-            elif section == "source" and key == "url":
-                value = mask_url_password(str(value))
-            elif isinstance(value, dict):
-                value = _masked_table(value)
-            out[section][key] = value
-    if config.streams:
-        out[STREAMS] = [stream_dict(s) for s in config.streams]
-    return out
-
-
-SECRET_WORDS = ("secret", "password", "token", "credential")
-"""A key of a free-form table (``[iceberg.catalog]``, ``[spark.conf]``) naming one of these
-holds a secret: ``s3.secret-access-key``, ``credential``, ``spark.hadoop.fs.s3a.secret.key``."""
-
-
-def _masked_table(table: Mapping[str, Any]) -> dict[str, Any]:
-    """
-    >>> _masked_table({"uri": "http://r", "s3.secret-access-key": "k", "io": {"token": "t"}})
-    {'uri': 'http://r', 's3.secret-access-key': '***', 'io': {'token': '***'}}
-    """
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            out[key] = _masked_table(value)
-        elif any(word in key.lower() for word in SECRET_WORDS):
-            out[key] = MASK if value else ""
-        else:
-            out[key] = value
-    return out
-
-
-def mask_url_password(url: str) -> str:
-    """Hide the password of a URL.
-
-    >>> mask_url_password("postgresql://cdc:s3cret@127.0.0.1:5432/shop")
-    'postgresql://cdc:***@127.0.0.1:5432/shop'
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    if ":" not in creds:
-        return url
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:{MASK}@{host}"

@@ -8,7 +8,7 @@ import time
 import urllib.request
 from collections.abc import Mapping
 
-from cdcmirror.config import DEFAULTS
+from cdcmirror.config_schema import DEFAULTS
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.stack.control import Stack
 from integration_tests import services

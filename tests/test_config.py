@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from cdcmirror.config import load_config, mask_url_password, redacted
+from cdcmirror.config import load_config
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.redaction import mask_url_password, redacted
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -68,3 +68,22 @@ def test_only_the_command_line_imports_the_commands() -> None:
         and not source.startswith(("cdcmirror.cli", "cdcmirror.commands"))
     )
     assert not wrong, "\n".join(wrong)
+
+
+MAX_MODULE_LINES = 360  # "about 350"
+MAX_FUNCTION_LINES = 60
+
+
+def test_modules_and_functions_stay_small() -> None:
+    too_long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        lines = text.count("\n")
+        if lines > MAX_MODULE_LINES:
+            too_long.append(f"{module_name(path)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{module_name(path)}.{node.name}: {length} lines")
+    assert not too_long, "\n".join(too_long)

@@ -329,7 +329,8 @@ def config_group() -> None:
 @handle_errors
 def config_show(ctx: click.Context) -> None:
     """Print the effective configuration, secrets masked."""
-    from cdcmirror.config import load_config, redacted
+    from cdcmirror.config import load_config
+    from cdcmirror.redaction import redacted
 
     config = load_config(ctx.obj["config_path"])
     click.echo(json.dumps(redacted(config), indent=2))

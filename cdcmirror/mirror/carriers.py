@@ -154,34 +154,9 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         return f"transform({w}, x -> {inner})"
     if iceberg.startswith("map<") and k == "map":
         return w
-    if iceberg in ("int", "long"):
-        target = "INT" if iceberg == "int" else "BIGINT"
-        # out of range: NULL (so a dead letter), never a wrapped number (ANSI mode is off)
-        if n == "io.debezium.time.Time":  # milliseconds
-            return f"try_cast(try_multiply({w}, 1000) AS {target})"
-        if n == "io.debezium.time.NanoTime":
-            return f"try_cast(div({w}, 1000) AS {target})"
-        if k in _INT_KINDS:  # out of range: NULL, so a dead letter, never a wrapped number
-            return f"try_cast({w} AS {target})"
-    if iceberg in ("float", "double") and k in ("float32", "float64", "float", "double"):
-        if iceberg == "float":  # a finite double past float's range is no float value
-            past = f"(NOT isnan({w}) AND abs({w}) > {FLOAT_MAX} AND abs({w}) < double('inf'))"
-            return f"IF({past}, NULL, CAST({w} AS FLOAT))"
-        return f"CAST({w} AS DOUBLE)"
-    if iceberg == "boolean":
-        if k == "boolean":
-            return w
-        if k in _INT_KINDS:  # MySQL tinyint(1); another number does not convert (dead letter)
-            return f"CASE {w} WHEN 0 THEN false WHEN 1 THEN true END"
-    if iceberg == "string":
-        if carrier.is_decimal:
-            return f"{DECIMAL_TEXT_UDF}({w}, {carrier.scale or 0})"
-        if n == VARIABLE_SCALE:
-            return f"{DECIMAL_TEXT_UDF}({w}.value, {w}.scale)"
-        if k == "bytes":  # include.unknown.datatypes: the value's text as bytes
-            return f"CAST({base64_sql(w)} AS STRING)"
-        if k == "string":
-            return w
+    by_rule = _number_sql(w, carrier, iceberg) or _text_sql(w, carrier, iceberg)
+    if by_rule:
+        return by_rule
     match = _ICEBERG_DECIMAL.match(iceberg)
     if match and carrier.is_decimal:
         return _decimal_expr(w, int(match[1]), int(match[2]))
@@ -205,6 +180,46 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
         if k == "bytes":
             return base64_sql(w)
     raise CarrierError(f"cannot convert carrier {_text(carrier)} to Iceberg {iceberg}")
+
+
+def _number_sql(w: str, carrier: Carrier, iceberg: str) -> str | None:
+    """Integers, floating point and booleans; None when no rule of theirs applies."""
+    k, n = carrier.kind, carrier.name
+    if iceberg in ("int", "long"):
+        target = "INT" if iceberg == "int" else "BIGINT"
+        # out of range: NULL (so a dead letter), never a wrapped number (ANSI mode is off)
+        if n == "io.debezium.time.Time":  # milliseconds
+            return f"try_cast(try_multiply({w}, 1000) AS {target})"
+        if n == "io.debezium.time.NanoTime":
+            return f"try_cast(div({w}, 1000) AS {target})"
+        if k in _INT_KINDS:  # out of range: NULL, so a dead letter, never a wrapped number
+            return f"try_cast({w} AS {target})"
+    if iceberg in ("float", "double") and k in ("float32", "float64", "float", "double"):
+        if iceberg == "float":  # a finite double past float's range is no float value
+            past = f"(NOT isnan({w}) AND abs({w}) > {FLOAT_MAX} AND abs({w}) < double('inf'))"
+            return f"IF({past}, NULL, CAST({w} AS FLOAT))"
+        return f"CAST({w} AS DOUBLE)"
+    if iceberg == "boolean":
+        if k == "boolean":
+            return w
+        if k in _INT_KINDS:  # MySQL tinyint(1); another number does not convert (dead letter)
+            return f"CASE {w} WHEN 0 THEN false WHEN 1 THEN true END"
+    return None
+
+
+def _text_sql(w: str, carrier: Carrier, iceberg: str) -> str | None:
+    """An Iceberg string: decimals as exact text, unknown types' bytes, strings as they are."""
+    k, n = carrier.kind, carrier.name
+    if iceberg == "string":
+        if carrier.is_decimal:
+            return f"{DECIMAL_TEXT_UDF}({w}, {carrier.scale or 0})"
+        if n == VARIABLE_SCALE:
+            return f"{DECIMAL_TEXT_UDF}({w}.value, {w}.scale)"
+        if k == "bytes":  # include.unknown.datatypes: the value's text as bytes
+            return f"CAST({base64_sql(w)} AS STRING)"
+        if k == "string":
+            return w
+    return None
 
 
 def _text(carrier: Carrier) -> str:

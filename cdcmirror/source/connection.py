@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cdcmirror.config import Config, mask_url_password
+from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError, SourceError
+from cdcmirror.redaction import mask_url_password
 
 logger = logging.getLogger(__name__)
 

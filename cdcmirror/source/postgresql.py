@@ -100,16 +100,7 @@ def discover(
         for table in names:
             entry = grouped[(schema, table)]
             cols = tuple(entry["cols"])
-            uniques = [
-                UniqueIndex(
-                    i["name"],
-                    tuple(c for c in i["column_names"] if c is not None),
-                    usable=None not in i["column_names"]
-                    and not i.get("dialect_options", {}).get("postgresql_where"),
-                )
-                for i in indexes.get((schema, table), [])
-                if i.get("unique")
-            ]
+            uniques = _unique_indexes(indexes.get((schema, table), []))
             pk = tuple(pks.get((schema, table), {}).get("constrained_columns") or ())
             key, key_source = choose_key(pk, uniques, {c.name for c in cols if not c.nullable})
             tables.append(
@@ -119,6 +110,20 @@ def discover(
             )
     readable = {f"{s}.{t}": bool(e["readable"]) for (s, t), e in grouped.items()}
     return tables, readable, schemas
+
+
+def _unique_indexes(indexes: list[Any]) -> list[UniqueIndex]:
+    """The unique indexes SQLAlchemy reports; one with an expression or a WHERE is unusable."""
+    return [
+        UniqueIndex(
+            i["name"],
+            tuple(c for c in i["column_names"] if c is not None),
+            usable=None not in i["column_names"]
+            and not i.get("dialect_options", {}).get("postgresql_where"),
+        )
+        for i in indexes
+        if i.get("unique")
+    ]
 
 
 def published_tables(conn: Any) -> frozenset[str]:
