@@ -12,7 +12,7 @@ from collections import Counter
 from confluent_kafka import Producer
 
 from cdcmirror.catalog import load_catalog
-from cdcmirror.commands.mirror import load_tables
+from cdcmirror.commands.job_tables import load_tables
 from integration_tests import services
 from integration_tests.fuzz_events import Bad, avro_fuzz, json_fuzz
 from integration_tests.mirror_fixture import Mirrored

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdcmirror.commands.mirror import internal_namespace, mirror
+from cdcmirror.commands.job_tables import internal_namespace
+from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli, write_config

@@ -19,7 +19,7 @@ from cdcmirror.commands.initial_load import (
     LoadContext,
     LoadDecision,
     LoadReport,
-    load_tables,
+    load_by_spark,
     table_load,
 )
 from cdcmirror.commands.streams import apply_stream_plans, plan_streams
@@ -153,7 +153,7 @@ def bootstrap(
             ctx = _load_context(config, iceberg, catalog_src.dialect, w.load, on_progress)
             report, result_c = run.timed(
                 "load and register connector",
-                lambda: load_tables(ctx, todo, register, w.plan.name, w.load.mode == SPARK),
+                lambda: load_by_spark(ctx, todo, register, w.plan.name, w.load.mode == SPARK),
             )
     run.timings["total"] = time.monotonic() - run.started
     return BootstrapResult(catalog_src, plans, result_c, dry_run, run.timings, report, streams)

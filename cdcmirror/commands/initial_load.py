@@ -99,7 +99,7 @@ class LoadContext:
     on_progress: Callable[[TableProgress], None]
 
 
-def load_tables(
+def load_by_spark(
     ctx: LoadContext,
     tables: list[DesiredTable],
     register: Callable[[], Any],

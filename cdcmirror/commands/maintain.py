@@ -25,19 +25,12 @@ def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> 
     mirror's own tables (hard-delete tombstones, dead letters), which grow by small commits
     too."""
     from cdcmirror.catalog.mirrored import list_tables
-    from cdcmirror.commands.mirror import internal_namespace, load_tables
-    from cdcmirror.commands.streams import cdc_names, job_streams
+    from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
+    from cdcmirror.commands.streams import job_streams
 
     streams = job_streams(config, catalog, only) if config.streams else None
-    rest = cdc_names(config, only)
-    names = (
-        []
-        if rest == []
-        else [
-            t.identifier
-            for t in load_tables(config, catalog, rest, not (streams and streams.tables))
-        ]
-    )
+    required = not (streams and streams.tables)
+    names = [t.identifier for t in cdc_tables(config, only, catalog, required)]
     names += streams.identifiers if streams else []
     if not only:
         names += [t.identifier for t in list_tables(catalog, internal_namespace(config))]

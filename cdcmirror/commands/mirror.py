@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files
+from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
 from cdcmirror.mirror.connector_watch import ConnectorWatch
@@ -26,41 +27,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SourceCheck = Callable[[], str | None]  # what is wrong with the source's settings, or None
-
-
-def internal_namespace(config: Config) -> str:
-    """Where the mirror keeps its own tables (dead letters, hard-delete tombstones)."""
-    return f"{config.get('iceberg', 'namespace')}__cdcmirror"
-
-
-def load_tables(
-    config: Config, catalog: Any, only: list[str] | None = None, required: bool = True
-) -> list[MirrorTable]:
-    from cdcmirror.catalog.mirrored import list_tables
-
-    namespace = str(config.get("iceberg", "namespace"))
-    prefix = str(config.get("source", "name"))
-    tables = []
-    for t in list_tables(catalog, namespace):
-        spec = mirror_table(t.identifier, t.columns, t.key, t.properties, prefix)
-        if spec is None:
-            continue
-        if only and t.identifier.split(".")[-1] not in only and t.identifier not in only:
-            continue
-        tables.append(spec)
-    if only:
-        found = {t.identifier.split(".")[-1] for t in tables} | {t.identifier for t in tables}
-        missing = [name for name in only if name not in found]
-        if missing:
-            raise ConfigError(
-                f"no mirrored table {', '.join(missing)} in namespace {namespace}; "
-                "run `cdcmirror bootstrap` first"
-            )
-    if not tables and required:
-        raise ConfigError(
-            f"namespace {namespace} has no table created by `cdcmirror bootstrap`; run it first"
-        )
-    return tables
 
 
 class CatalogAccess:
@@ -147,14 +113,13 @@ def build_applier(
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:
     from cdcmirror.catalog import load_catalog
     from cdcmirror.catalog.leases import acquire, my_lease, release
-    from cdcmirror.commands.streams import cdc_names, job_streams
+    from cdcmirror.commands.streams import job_streams
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
 
     catalog = load_catalog(config)
     streams = job_streams(config, catalog, only)
-    names = cdc_names(config, only)
-    tables = [] if names == [] else load_tables(config, catalog, names, not streams.tables)
+    tables = cdc_tables(config, only, catalog, required=not streams.tables)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here

@@ -195,8 +195,7 @@ def reconcile(
 ) -> tuple[list[TableCheck], datetime]:
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.commands.mirror import load_tables
-    from cdcmirror.commands.streams import cdc_names
+    from cdcmirror.commands.job_tables import cdc_tables
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
@@ -205,8 +204,7 @@ def reconcile(
     from cdcmirror.spark.session import build_spark_session
 
     catalog = load_catalog(config)
-    names = cdc_names(config, options.tables)
-    tables = [] if names == [] else load_tables(config, catalog, names, not config.streams)
+    tables = cdc_tables(config, options.tables, catalog, required=not config.streams)
     if not tables:
         return [], datetime.now(tz=UTC)
     engine = open_engine(config)

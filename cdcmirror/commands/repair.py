@@ -54,7 +54,7 @@ def repair(
     config: Config, table: str, keys_from: Path | None, progress: Callable[[str], None]
 ) -> RepairResult:
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.commands.mirror import load_tables
+    from cdcmirror.commands.job_tables import load_tables
     from cdcmirror.commands.reconcile import table_shapes
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader

@@ -31,7 +31,8 @@ class ReplayResult:
 
 def replay_dead_letters(config: Config, table_name: str) -> ReplayResult:
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.commands.mirror import build_applier, load_tables
+    from cdcmirror.commands.job_tables import load_tables
+    from cdcmirror.commands.mirror import build_applier
     from cdcmirror.mirror.envelope import spark_name
     from cdcmirror.spark.session import build_spark_session
 

@@ -15,7 +15,7 @@ def reconcile_streams(
     config: Config, only: list[str] | None, limit: int, progress: Callable[[str], None]
 ) -> list[StreamCheck]:
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.commands.mirror import internal_namespace
+    from cdcmirror.commands.job_tables import internal_namespace
     from cdcmirror.commands.streams import job_streams, stream_topics
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream_reconcile import compare_stream

@@ -237,13 +237,3 @@ def job_streams(config: Config, catalog: Any, only: list[str] | None) -> JobStre
     if only:
         tables = [t for t in tables if t.identifier in only or t.identifier.split(".")[-1] in only]
     return JobStreams(tables, StreamAccess(catalog))
-
-
-def cdc_names(config: Config, only: list[str] | None) -> list[str] | None:
-    """The names of ``only`` that are not stream tables (None: all tables; [] none)."""
-    if not only:
-        return None
-    namespace = str(config.get("iceberg", "namespace"))
-    mine = {s.identifier(namespace) for s in config.streams}
-    mine |= {i.split(".")[-1] for i in mine}
-    return [name for name in only if name not in mine]

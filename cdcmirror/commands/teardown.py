@@ -17,7 +17,7 @@ def gather(config: Config) -> TeardownFacts:
     from cdcmirror.bootstrap.connector import connector_name, slot_name
     from cdcmirror.catalog import load_catalog
     from cdcmirror.checkpoint_store import checkpoint_files
-    from cdcmirror.commands.mirror import internal_namespace
+    from cdcmirror.commands.job_tables import internal_namespace
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.discovery import signal_table_name

@@ -1,0 +1,64 @@
+"""The tables a command works on: the mirrored (CDC) tables of the catalog, apart from the
+event streams' tables, all or the ones the user named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.config import Config
+from cdcmirror.exceptions import ConfigError
+from cdcmirror.mirror.spec import MirrorTable, mirror_table
+
+
+def internal_namespace(config: Config) -> str:
+    """Where the mirror keeps its own tables (dead letters, hard-delete tombstones)."""
+    return f"{config.get('iceberg', 'namespace')}__cdcmirror"
+
+
+def load_tables(
+    config: Config, catalog: Any, only: list[str] | None = None, required: bool = True
+) -> list[MirrorTable]:
+    from cdcmirror.catalog.mirrored import list_tables
+
+    namespace = str(config.get("iceberg", "namespace"))
+    prefix = str(config.get("source", "name"))
+    tables = []
+    for t in list_tables(catalog, namespace):
+        spec = mirror_table(t.identifier, t.columns, t.key, t.properties, prefix)
+        if spec is None:
+            continue
+        if only and t.identifier.split(".")[-1] not in only and t.identifier not in only:
+            continue
+        tables.append(spec)
+    if only:
+        found = {t.identifier.split(".")[-1] for t in tables} | {t.identifier for t in tables}
+        missing = [name for name in only if name not in found]
+        if missing:
+            raise ConfigError(
+                f"no mirrored table {', '.join(missing)} in namespace {namespace}; "
+                "run `cdcmirror bootstrap` first"
+            )
+    if not tables and required:
+        raise ConfigError(
+            f"namespace {namespace} has no table created by `cdcmirror bootstrap`; run it first"
+        )
+    return tables
+
+
+def cdc_names(config: Config, only: list[str] | None) -> list[str] | None:
+    """The names of ``only`` that are not stream tables (None: all tables; [] none)."""
+    if not only:
+        return None
+    namespace = str(config.get("iceberg", "namespace"))
+    mine = {s.identifier(namespace) for s in config.streams}
+    mine |= {i.split(".")[-1] for i in mine}
+    return [name for name in only if name not in mine]
+
+
+def cdc_tables(
+    config: Config, only: list[str] | None, catalog: Any, required: bool
+) -> list[MirrorTable]:
+    """The mirrored tables of ``only`` (all when None) that are not stream tables; ``required``:
+    none is an error (a job with streams may have no CDC table)."""
+    names = cdc_names(config, only)
+    return [] if names == [] else load_tables(config, catalog, names, required)
