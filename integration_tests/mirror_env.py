@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from integration_tests import services
+from integration_tests import faulty_cli, services
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 decimal.getcontext().prec = 100  # the default 28 digits would round the extreme values
@@ -454,8 +454,7 @@ def run_mirror_process(
     return subprocess.run(
         [
             sys.executable,
-            "-m",
-            "cdcmirror.cli",
+            *faulty_cli.command(full_env),
             "--config",
             str(config),
             "mirror",
@@ -508,7 +507,7 @@ class MirrorJob:
         self.output = ""
         with self.log.open("a") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cdcmirror.cli", "--config", str(config), "mirror"],
+                [sys.executable, *faulty_cli.command(env), "--config", str(config), "mirror"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

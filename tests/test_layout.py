@@ -87,3 +87,13 @@ def test_modules_and_functions_stay_small() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{module_name(path)}.{node.name}: {length} lines")
     assert not too_long, "\n".join(too_long)
+
+
+def test_production_code_carries_no_fault_injection() -> None:
+    """Crash tests end the process through their own hook (integration_tests/faulty_cli.py)."""
+    carriers = sorted(
+        module_name(path)
+        for path in PACKAGE.rglob("*.py")
+        if "os._exit" in path.read_text() or "CDCMIRROR_FAULT" in path.read_text()
+    )
+    assert not carriers, carriers

@@ -2,14 +2,13 @@
 the batch's properties in its summary (query id, batch id, Kafka offsets:
 ``mirror/resume.py``), and a commit that lost a race with `maintain` is retried.
 
-``CDCMIRROR_FAULT`` (crash tests and the chaos run only) ends the process at a chosen
-point of a table MERGE; nothing else here acts on it."""
+:func:`data_commit` is the commit of a batch's rows (a table MERGE, a stream append), the
+one whose timing matters to exactly-once; the crash tests wrap it
+(``integration_tests/faulty_cli.py``), production code carries no fault injection."""
 
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -17,24 +16,9 @@ from cdcmirror.spark.conflicts import retry_on_conflict
 
 logger = logging.getLogger("cdcmirror.mirror")
 
-FAULT_ENV = "CDCMIRROR_FAULT"
-FAULT_EXIT = 86
 
-
-def with_commit_props(
-    spark: Any, props: dict[str, str], fn: Callable[[], Any], fault: bool = False
-) -> None:
-    """Run ``fn`` so that every snapshot it commits carries ``props`` in its summary.
-
-    ``fault``: this is a table MERGE, where ``CDCMIRROR_FAULT`` may end the process
-    (``mid-merge:SECONDS`` while it runs, ``after-commit`` right after it commits, before
-    Spark records the batch in its checkpoint).
-    """
-    injected = os.environ.get(FAULT_ENV, "") if fault else ""
-    if injected.startswith("mid-merge:"):
-        timer = threading.Timer(float(injected.split(":", 1)[1]), os._exit, (FAULT_EXIT,))
-        timer.daemon = True
-        timer.start()
+def with_commit_props(spark: Any, props: dict[str, str], fn: Callable[[], Any]) -> None:
+    """Run ``fn`` so that every snapshot it commits carries ``props`` in its summary."""
     jvm = spark.sparkContext._jvm
     java_props = jvm.java.util.HashMap()
     for k, v in props.items():
@@ -45,9 +29,12 @@ def with_commit_props(
         ),
         "mirror commit",
     )
-    if injected == "after-commit":
-        logger.error("CDCMIRROR_FAULT=after-commit: exiting after the MERGE commit")
-        os._exit(FAULT_EXIT)
+
+
+def data_commit(spark: Any, props: dict[str, str], fn: Callable[[], Any]) -> None:
+    """The commit of a batch's rows into a table: :func:`with_commit_props`. Callers reach it
+    through this module (``commits.data_commit``), so that a test can wrap it."""
+    with_commit_props(spark, props, fn)
 
 
 class _JavaCallable:

@@ -15,9 +15,9 @@ from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, MirrorError
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import topics_summary
+from cdcmirror.spark import commits
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.commits import with_commit_props
 from cdcmirror.spark.dead_letters import RECORD_COLUMNS
 from cdcmirror.sql_text import spark_name, sql_string
 from cdcmirror.streams.schema import columns_of_avro, infer_columns
@@ -228,7 +228,7 @@ class StreamBatch:
             sql = append_sql(target, view, table.columns)
         try:
             with stats.phase("merge"):
-                with_commit_props(self.spark, props, lambda: self.spark.sql(sql), fault=True)
+                commits.data_commit(self.spark, props, lambda: self.spark.sql(sql))
         finally:
             self.spark.catalog.dropTempView(view)
 

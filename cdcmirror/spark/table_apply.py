@@ -38,8 +38,8 @@ from cdcmirror.mirror.positions import (
 )
 from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY, MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
+from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.commits import with_commit_props
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
@@ -72,8 +72,11 @@ class TableBatch:
     def view(self) -> str:
         return f"_cdcm_{abs(hash(self.table.identifier))}_{abs(self.batch_id)}"
 
-    def commit(self, sql: str, fault: bool = False) -> None:
-        with_commit_props(self.spark, self.props, lambda: self.spark.sql(sql), fault=fault)
+    def commit(self, sql: str, data: bool = False) -> None:
+        """Run ``sql``, its snapshots carrying the batch's properties; ``data``: it is the
+        MERGE of the batch's rows (``commits.data_commit``)."""
+        commit = commits.data_commit if data else commits.with_commit_props
+        commit(self.spark, self.props, lambda: self.spark.sql(sql))
 
 
 def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
@@ -182,7 +185,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
         )
         effective.createOrReplaceTempView(view + "_effective")
         with stats.phase("merge"):
-            tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), fault=True)
+            tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), data=True)
     # After the MERGE: a crash in between is healed by the re-run of this batch, which
     # finds the row gone and records the tombstone then ("absent").
     tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
