@@ -87,6 +87,11 @@ def build_applier(
     def source_health() -> str | None:
         return connector_problem(connect_url, connector)
 
+    cdc_avro = config.get("kafka", "format") == "avro"
+    stream_avro = any(s.format == "avro" for s in config.streams)
+    # one client (and one cache of schemas by id) for the CDC topics and the streams
+    url = str(config.get("kafka", "schema_registry_url"))
+    registry = SchemaRegistry(url) if cdc_avro or stream_avro else None
     options = ApplierOptions(
         schemas=config.get("kafka", "format") == "json",
         soft_deletes=config.get("mirror", "deletes") == "soft",
@@ -95,12 +100,8 @@ def build_applier(
         parallelism=int(config.get("mirror", "parallelism")),
         maintain_every=int(config.get("maintain", "every_batches")),
         maintain_settings=settings_of(config),
-        registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
-        if config.get("kafka", "format") == "avro"
-        else None,
-        stream_registry=SchemaRegistry(str(config.get("kafka", "schema_registry_url")))
-        if any(s.format == "avro" for s in config.streams)
-        else None,
+        registry=registry if cdc_avro else None,
+        stream_registry=registry if stream_avro else None,
         source_health=source_health,
         on_batch=metrics.batch_done if metrics else None,
         on_failure=metrics.batch_failed if metrics else None,
