@@ -161,9 +161,9 @@ def test_schemaless_format_turns_converter_schemas_off() -> None:
 
 
 def test_postgresql_position_orders_by_last_commit_then_lsn() -> None:
-    from cdcmirror.mirror.envelope import _position
+    from cdcmirror.mirror.positions import position_sql
 
-    sql = _position("postgresql", "e")
+    sql = position_sql("postgresql", "e")
     # phase, then source.sequence's last commit (the change's LSN when it is null), then LSN
     assert sql.index("'$[0]'") < sql.index("coalesce(e.source.lsn")
     assert "coalesce(CAST(get_json_object(e.source.sequence, '$[0]') AS BIGINT), coalesce(" in sql

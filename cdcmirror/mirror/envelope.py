@@ -32,6 +32,7 @@ even when it wrote its change before the window.
 from __future__ import annotations
 
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
+from cdcmirror.mirror.positions import position_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import unavailable_sql
 from cdcmirror.sql_text import q, spark_name
@@ -114,23 +115,6 @@ def toastable(table: MirrorTable) -> list[str]:
     ]
 
 
-def _position(dialect: str, p: str) -> str:
-    phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
-    if dialect == "postgresql":
-        # source.sequence is [last commit LSN, LSN]: commit order first. The last commit is
-        # null for the first transaction after a connector start (then the change's own LSN
-        # stands in; a second writer of the same row waited for the first one's commit, so
-        # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
-        sequence = f"{p}.source.sequence"
-        lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
-        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
-        parts = [phase, last_commit, lsn]
-    else:
-        file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
-        parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]
-    return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"
-
-
 def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") -> list[str]:
     """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value).
 
@@ -144,7 +128,7 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         "offset AS _offset",
         "headers AS _headers",
         f"{p}.op AS _cdc_op",
-        f"{_position(table.dialect, p)} AS _cdc_position",
+        f"{position_sql(table.dialect, p)} AS _cdc_position",
         f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
         f"{p} IS NULL AS _unparsed",
         f"env.{UNREADABLE} IS NOT NULL AS _unreadable",

@@ -136,3 +136,23 @@ def loaded_position(dialect: str, start: tuple[int, ...]) -> list[int]:
         return [0, lsn, lsn, *LOADED_KAFKA]
     file_index, pos = start
     return [0, file_index, pos, 0, *LOADED_KAFKA]
+
+
+def position_sql(dialect: str, p: str) -> str:
+    """An event's position (``_cdc_position``) from its Debezium payload ``p``: the phase
+    (snapshot reads before streamed changes), the source's own order, then the Kafka
+    partition and offset as the last tie-breaker."""
+    phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
+    if dialect == "postgresql":
+        # source.sequence is [last commit LSN, LSN]: commit order first. The last commit is
+        # null for the first transaction after a connector start (then the change's own LSN
+        # stands in; a second writer of the same row waited for the first one's commit, so
+        # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
+        sequence = f"{p}.source.sequence"
+        lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
+        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
+        parts = [phase, last_commit, lsn]
+    else:
+        file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
+        parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]
+    return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"

@@ -28,18 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
-from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
-from cdcmirror.mirror.envelope import (
-    JSON_OPTIONS,
-    NOT_UTF8_SQL,
-    UTF8,
-    UTF8_SQL,
-    checked_exprs,
-    decoded_exprs,
-    envelope_ddl,
-    raw_rows_sql,
-    wire_exprs,
-)
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import batch_summary
@@ -50,6 +38,7 @@ from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
+from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
@@ -127,7 +116,7 @@ class Applier:
         self.evolution = BatchEvolution(
             self._kind, options.registry, hooks.reload, hooks.evolve, self._remember
         )
-        spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
+        register_functions(spark)
         self.dead_letter_table = f"{options.internal_namespace}.dead_letter"
         ensure_dead_letter_table(spark, options.internal_namespace, self.dead_letter_table)
 
@@ -162,7 +151,7 @@ class Applier:
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
         if self.options.registry is None:  # JSON: checked once, for summary and decode
-            df = df.withColumn(UTF8, _expr(UTF8_SQL))
+            df = with_utf8_check(df)
         df = df.persist()
         raw = None
         if self.options.registry is not None:
@@ -309,21 +298,8 @@ class Applier:
             ) from exc
 
     def _decode(self, events: Any, table: MirrorTable) -> Any:
-        from pyspark.sql import functions as F
-
         avro = self.options.registry is not None
-        text = F.col("_json") if avro else F.col("value").cast("string")
-        schemas = self.options.schemas
-        parsed = events.withColumn(
-            "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
-        ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))
-        return (
-            parsed.selectExpr(
-                *wire_exprs(table, schemas, "_decode_error" if avro else NOT_UTF8_SQL)
-            )
-            .selectExpr(*decoded_exprs(table))
-            .selectExpr(*checked_exprs(table))
-        )
+        return decode_events(events, table, self.options.schemas, avro)
 
     def _apply_decoded(
         self, decoded: Any, raw: Any, batch_id: int, table: MirrorTable, stats: TableStats
@@ -349,9 +325,3 @@ class Applier:
         write_dead_letters(
             self.batch_spark, self.dead_letter_table, frames, self.query_id or "", batch_id
         )
-
-
-def _expr(text: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.expr(text)

@@ -1,0 +1,50 @@
+"""A table's Debezium events of a batch decoded into rows: the envelope parsed with the
+table's schema, each wire value converted by its carrier (``mirror/envelope.py``,
+``mirror/carriers.py``), bad values flagged in ``_error`` (dead letters), never guessed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
+from cdcmirror.mirror.envelope import (
+    JSON_OPTIONS,
+    NOT_UTF8_SQL,
+    UTF8,
+    UTF8_SQL,
+    checked_exprs,
+    decoded_exprs,
+    envelope_ddl,
+    raw_rows_sql,
+    wire_exprs,
+)
+from cdcmirror.mirror.spec import MirrorTable
+
+
+def register_functions(spark: Any) -> None:
+    """The functions the decoding SQL calls, on ``spark`` (a session or its parent)."""
+    spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
+
+
+def with_utf8_check(records: Any) -> Any:
+    """JSON records: the column that says whether each value is UTF-8 (checked once per
+    batch, for the summary and every table's decode)."""
+    from pyspark.sql import functions as F
+
+    return records.withColumn(UTF8, F.expr(UTF8_SQL))
+
+
+def decode_events(events: Any, table: MirrorTable, schemas: bool, avro: bool) -> Any:
+    """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
+    ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas."""
+    from pyspark.sql import functions as F
+
+    text = F.col("_json") if avro else F.col("value").cast("string")
+    parsed = events.withColumn(
+        "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
+    ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))
+    return (
+        parsed.selectExpr(*wire_exprs(table, schemas, "_decode_error" if avro else NOT_UTF8_SQL))
+        .selectExpr(*decoded_exprs(table))
+        .selectExpr(*checked_exprs(table))
+    )
