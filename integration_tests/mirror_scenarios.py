@@ -178,7 +178,7 @@ def second_job_is_refused(m: Mirrored) -> None:
     """A second `cdcmirror mirror` on tables a running job mirrors is refused (exit 2, the
     holder named), writes nothing; once the first job stopped, it runs."""
     from cdcmirror.catalog import load_catalog
-    from cdcmirror.mirror.lease import LEASE_PROPERTY
+    from cdcmirror.table_properties import LEASE_PROPERTY
 
     def held() -> bool:
         return LEASE_PROPERTY in load_catalog(m.config).load_table(m.identifier).properties

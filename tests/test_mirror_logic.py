@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cdcmirror.bootstrap.connector import converter_settings
-from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY, carrier_with_scale
+from cdcmirror.bootstrap.plan import carrier_with_scale
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.carriers import (
     CarrierError,
@@ -24,6 +24,7 @@ from cdcmirror.mirror.evolution import plan_evolution, row_fields
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, newer
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
 from cdcmirror.mirror.toast import unavailable_sql
+from cdcmirror.table_properties import CARRIERS_PROPERTY
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
 

@@ -16,6 +16,12 @@ from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
 from cdcmirror.iceberg_types import is_widening, normalize_type
 from cdcmirror.source_model import SourceCatalog, SourceTable
+from cdcmirror.table_properties import (
+    CARRIERS_PROPERTY,
+    KEY_PROPERTY,
+    MODE_PROPERTY,
+    SOURCE_PROPERTY,
+)
 from cdcmirror.typemap import DECIMAL, MappingOptions, map_column
 
 MERGE_ON_READ = {
@@ -25,8 +31,6 @@ MERGE_ON_READ = {
 }
 
 
-# Table property: column -> Debezium carrier, what the mirror decodes each value from.
-CARRIERS_PROPERTY = "cdcmirror.carriers"
 MONEY_SCALE = 2  # money.fraction.digits in the PostgreSQL connector
 
 
@@ -177,9 +181,9 @@ def desired_table(
     mode = "upsert" if table.key else "append"
     properties = {
         **MERGE_ON_READ,
-        "cdcmirror.source": f"{catalog.flavor}:{table.qualified}",
-        "cdcmirror.key": table.key_source,
-        "cdcmirror.mode": mode,
+        SOURCE_PROPERTY: f"{catalog.flavor}:{table.qualified}",
+        KEY_PROPERTY: table.key_source,
+        MODE_PROPERTY: mode,
         CARRIERS_PROPERTY: json.dumps(carriers, separators=(",", ":")),
     }
     return DesiredTable(

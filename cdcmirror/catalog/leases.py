@@ -14,12 +14,12 @@ from pyiceberg.exceptions import CommitFailedException
 
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.lease import (
-    LEASE_PROPERTY,
     LEASE_SECONDS,
     Lease,
     blocking,
     parse_lease,
 )
+from cdcmirror.table_properties import LEASE_PROPERTY
 
 
 def process_started(pid: int) -> int:

@@ -25,10 +25,10 @@ from cdcmirror.catalog.types import to_iceberg, to_spec
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.streams.schema import KAFKA_COLUMNS, KAFKA_NAMES
 from cdcmirror.streams.spec import StreamSpec, stream_dict
+from cdcmirror.table_properties import STREAM_PROPERTY
 
 logger = logging.getLogger(__name__)
 
-STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for
 _TRANSFORMS = {
     "identity": IdentityTransform,
     "year": YearTransform,

@@ -32,10 +32,11 @@ from cdcmirror.exceptions import (
     NotLoadableError,
     UnsupportedTypeError,
 )
-from cdcmirror.load.plan import LOAD_PROPERTY, PENDING, SPARK, choose, snapshot_mode
+from cdcmirror.load.plan import PENDING, SPARK, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
 from cdcmirror.source_model import SourceCatalog
+from cdcmirror.table_properties import LOAD_PROPERTY
 from cdcmirror.typemap import MappingOptions
 
 logger = logging.getLogger(__name__)

@@ -34,9 +34,10 @@ from cdcmirror.load.partitions import (
     partition_count,
     point_ranges,
 )
-from cdcmirror.load.plan import LOAD_PROPERTY, PENDING, TableLoad, load_columns, summary
+from cdcmirror.load.plan import PENDING, TableLoad, load_columns, summary
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.positions import binlog_file_index, loaded_position
+from cdcmirror.table_properties import LOAD_PROPERTY
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files
 from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
 from cdcmirror.config import Config
@@ -19,6 +18,7 @@ from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailable
 from cdcmirror.mirror.connector_watch import ConnectorWatch
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
+from cdcmirror.table_properties import CARRIERS_PROPERTY
 
 if TYPE_CHECKING:
     from cdcmirror.commands.streams import JobStreams

@@ -28,7 +28,6 @@ DEBEZIUM = "debezium"
 AUTO = "auto"
 MODES = (AUTO, SPARK, DEBEZIUM)
 # table property: "pending" until the table's rows are loaded, then the load's summary
-LOAD_PROPERTY = "cdcmirror.initial-load"
 PENDING = "pending"
 SUMMARY_PROPERTY = "cdcmirror.initial-load"  # snapshot summary of the load's commit
 

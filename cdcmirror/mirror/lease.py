@@ -15,7 +15,6 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-LEASE_PROPERTY = "cdcmirror.lease"
 LEASE_SECONDS = 300.0  # a job that died on another host blocks the tables this long at most
 RENEW_SECONDS = 60.0
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from cdcmirror.bootstrap.plan import CARRIERS_PROPERTY
 from cdcmirror.cdc_columns import PREFIX
 from cdcmirror.exceptions import ConfigError
-
-SOURCE_PROPERTY = "cdcmirror.source"
-MODE_PROPERTY = "cdcmirror.mode"
-TRUNCATED_PROPERTY = "cdcmirror.truncated-at"
-# the truncate's commit time, epoch microseconds (positions.went_backwards_sql)
-TRUNCATED_TS_PROPERTY = "cdcmirror.truncated-at-ts"
+from cdcmirror.table_properties import (
+    CARRIERS_PROPERTY,
+    MODE_PROPERTY,
+    SOURCE_PROPERTY,
+    TRUNCATED_PROPERTY,
+    TRUNCATED_TS_PROPERTY,
+)
 
 
 @dataclass(frozen=True)

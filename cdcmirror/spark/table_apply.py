@@ -36,7 +36,7 @@ from cdcmirror.mirror.positions import (
     later_mark,
     position_literal,
 )
-from cdcmirror.mirror.spec import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY, MirrorTable
+from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
@@ -44,6 +44,7 @@ from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
+from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
 VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective")
 

@@ -1,0 +1,18 @@
+"""The Iceberg table properties cdcmirror writes and reads: the contract between bootstrap,
+which creates a table, and every command that later finds its tables in the catalog.
+
+Snapshot-summary properties (offsets, query and batch id of each commit) are in
+``mirror/resume.py``; these are properties of the table itself."""
+
+from __future__ import annotations
+
+SOURCE_PROPERTY = "cdcmirror.source"  # "<flavor>:<schema.table>": the source table mirrored
+KEY_PROPERTY = "cdcmirror.key"  # where the key came from: primary key, unique index, none
+MODE_PROPERTY = "cdcmirror.mode"  # upsert (a key) or append (keyless)
+CARRIERS_PROPERTY = "cdcmirror.carriers"  # column -> Debezium carrier the mirror decodes
+TRUNCATED_PROPERTY = "cdcmirror.truncated-at"  # the position of the last TRUNCATE applied
+# the truncate's commit time, epoch microseconds (positions.went_backwards_sql)
+TRUNCATED_TS_PROPERTY = "cdcmirror.truncated-at-ts"
+LEASE_PROPERTY = "cdcmirror.lease"  # the mirror job that holds the table (mirror/lease.py)
+LOAD_PROPERTY = "cdcmirror.initial-load"  # "pending" until the Spark load, then its summary
+STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for
