@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -517,6 +518,14 @@ class MirrorJob:
         if self.proc.poll() is not None:
             self._finish()
             raise AssertionError(f"the mirror job ended early: {causes(self.output)}")
+
+    def wait_for(self, text: str, timeout: float = 180.0) -> None:
+        """Until the job's log holds ``text``; the job must stay alive meanwhile."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log.read_text(errors="replace"):
+            self.assert_alive()
+            assert time.monotonic() < deadline, f"the job never logged {text!r}"
+            time.sleep(0.5)
 
     def _finish(self) -> None:
         if self.proc.poll() is None:

@@ -40,6 +40,22 @@ from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 from integration_tests.submit_scenario import submitted_mirror_is_the_same
 
 SEED = 20261121
+STARTED = "streaming query"  # the job's line once its query runs (at INFO)
+STARTED_LOGGED = {"CDCMIRROR_LOG_LEVEL": "INFO"}
+
+
+def same_within(m: Mirrored, job: Any, seconds: float) -> None:
+    """Until the mirror equals the source (the job must stay alive)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job.assert_alive()
+        try:
+            m.assert_same()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(2)
 
 
 def pg_source(schema: str) -> Source:
@@ -600,8 +616,9 @@ def test_mirror_started_before_the_first_event_waits_for_the_topic(
     world = mirrored(spark_world, "json", 0)
     m = next(world)
     try:
-        with continuous_mirror(m.config_path) as job:
-            time.sleep(25)  # several triggers with no topic
+        with continuous_mirror(m.config_path, extra_env=STARTED_LOGGED) as job:
+            job.wait_for(STARTED)
+            time.sleep(6)  # three triggers (2 s) with no topic
             job.assert_alive()
             m.workload.run(60)
             deadline = time.monotonic() + 180
@@ -763,8 +780,8 @@ def test_json_without_schemas_running_job_follows_a_widened_column(
     while the job runs: values past the int range then arrive whole in the running job,
     never wrapped to another number."""
     m = pg_schemaless
-    with continuous_mirror(m.config_path) as job:
-        time.sleep(20)  # the job has started and decodes with the int column
+    with continuous_mirror(m.config_path, extra_env=STARTED_LOGGED) as job:
+        job.wait_for(STARTED)  # it runs, and decodes with the int column
         with services.pg_connect() as conn:
             conn.execute(f"ALTER TABLE {m.source.table} ALTER COLUMN qty TYPE bigint")
         bootstrap(m.config_path)
@@ -780,8 +797,7 @@ def test_json_without_schemas_running_job_follows_a_widened_column(
                 break
             time.sleep(3)
             m.spark.sql(f"REFRESH TABLE {m.identifier}")
-        time.sleep(10)
-    m.assert_same()
+        same_within(m, job, 120)
     kind = m.spark.sql(f"SELECT typeof(qty) FROM {m.identifier} LIMIT 1").first()[0]
     assert kind == "bigint"
 

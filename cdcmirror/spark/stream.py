@@ -97,6 +97,7 @@ def start_query(
     )
     query = writer.start()
     applier.query_id = str(query.id)
+    logger.info("streaming query %s started (checkpoint %s)", query.id, checkpoint)
     return query
 
 
