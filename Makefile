@@ -44,10 +44,10 @@ integration: install ## integration tests against the real services
 	$(BIN)/pytest -q integration_tests
 
 test: system-deps install provision stack-up lint ## install, provision, start, lint, all tests but the long ones (CI)
-	$(BIN)/pytest --durations=20 -m "not full" cdcmirror tests integration_tests
+	$(BIN)/pytest --durations=60 -m "not full" cdcmirror tests integration_tests
 
 test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
-	$(BIN)/pytest --durations=20 cdcmirror tests integration_tests
+	$(BIN)/pytest --durations=60 cdcmirror tests integration_tests
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py
