@@ -11,9 +11,9 @@ from cdcmirror.mirror.positions import history_restarted_message
 from cdcmirror.mirror.spec import MirrorTable
 
 
-def history_restarted(table: MirrorTable, changes: Any, rows: list[Any]) -> str:
+def history_restarted(table: MirrorTable, changes: Any, backwards: int) -> str:
     """The stop message, with one of the changes: its key, position and commit time, and
-    those of what is stored. ``rows``: the classification counts (``backwards`` each)."""
+    those of what is stored. ``backwards``: how many changes are marked ``_backwards``."""
     key = ", ".join(f"concat('{k}=', CAST({q(k)} AS STRING))" for k in table.key)
     first = (
         changes.where("_backwards")
@@ -30,4 +30,4 @@ def history_restarted(table: MirrorTable, changes: Any, rows: list[Any]) -> str:
         f"e.g. {first.k}: position {list(first._cdc_position)} committed {first.ts}, "
         f"stored at {list(first._stored_position)} committed {first.stored_ts}"
     )
-    return history_restarted_message(table.identifier, sum(r.backwards for r in rows), example)
+    return history_restarted_message(table.identifier, backwards, example)

@@ -97,6 +97,10 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         # (minutes of planning per batch); the mirror's filters gain nothing from it.
         "spark.sql.constraintPropagation.enabled": "false",
         "spark.ui.enabled": "false",
+        # Each micro-batch runs the same queries again: their generated classes are reused
+        # from this cache (default 100 entries, which a batch's ~50 classes per table evict,
+        # so every batch compiled them anew: about 0.9 s of a 5 s batch of 100 events).
+        "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.driver.memory": "4g",
         "spark.sql.warehouse.dir": str(state / "spark-warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",

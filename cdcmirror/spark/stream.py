@@ -33,7 +33,10 @@ def read_options(events_per_task: int) -> dict[str, str]:
     partition): the batch is then cached in as many parts and decoded on every core; a
     topic of one partition was read, and decoded, on one core. Fetches of up to 16 MiB per
     partition: a Debezium event with its schema is about 4 KB, and the default 1 MiB took
-    a fetch per 250 events (both halved the read and decode of a 100k-event batch).
+    a fetch per 250 events (both halved the read and decode of a 100k-event batch). A fetch
+    that finds nothing new returns after 20 ms, not Kafka's 500: a batch's range can end
+    on a transaction marker, which the read waited for with an empty fetch, and that wait
+    was most of the read of a small batch (0.8-0.9 s of a 100-event batch, 0.2-0.4 s now).
 
     >>> read_options(0)["kafka.max.partition.fetch.bytes"]
     '16777216'
@@ -43,6 +46,7 @@ def read_options(events_per_task: int) -> dict[str, str]:
     options = {
         "kafka.max.partition.fetch.bytes": str(16 << 20),
         "kafka.fetch.max.bytes": str(50 << 20),  # the broker's own cap is 55 MiB
+        "kafka.fetch.max.wait.ms": "20",
     }
     if events_per_task > 0:
         options["maxRecordsPerPartition"] = str(events_per_task)

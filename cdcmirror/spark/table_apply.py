@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +23,7 @@ from cdcmirror.mirror.key_change import (
 from cdcmirror.mirror.key_range import Bounds, bounds_exprs, bounds_of
 from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.merge_sql import (
+    ACTIONS,
     append_merge_sql,
     classify_sql,
     dedupe_sql,
@@ -173,9 +175,9 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     unknown unchanged TOAST values."""
     spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
     with stats.phase("dedupe_classify"):
-        changes = _classified(tb, applied, agg, bounds)
+        changes, counted = _classified(tb, applied, agg, bounds)
     with stats.phase("counts"):
-        counts = _count_actions(table, changes, agg, stats)
+        counts = _count_actions(table, changes, counted, agg, stats)
         if counts.get("unknown"):
             unknown, found = unknown_toast_dead(table, changes, tb.raw, tb.fail_on_dead_letter)
             stats.dead_lettered += found
@@ -196,9 +198,12 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     return dead
 
 
-def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> Any:
+def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> tuple[Any, Any]:
     """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``),
-    as the view ``<view>_changes``."""
+    as the view ``<view>_changes``, and the observation that counts them
+    (``_count_actions``)."""
+    from pyspark.sql import Observation
+
     spark, table, view, target = tb.spark, tb.table, tb.view, tb.target
     events = applied
     if applies_at_create(table):
@@ -214,37 +219,44 @@ def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> Any:
             spark, table, deduped, view + "_events", target, view, tb.soft, bounds
         )
     deduped.createOrReplaceTempView(view + "_deduped")
-    # Computed once, before anything is written: a recomputation after the MERGE below
-    # would classify against the new state (localCheckpoint is eager and cuts lineage).
-    changes = spark.sql(
+    classified = spark.sql(
         classify_sql(table, view + "_deduped", target, tombstones, tb.soft, bounds)
-    ).localCheckpoint(eager=True)
+    )
+    # Counted by the job that computes it (an observation: no second job), and computed
+    # once, before anything is written: a recomputation after the MERGE below would
+    # classify against the new state (localCheckpoint is eager and cuts lineage).
+    counted = Observation(f"cdcmirror_counts_{uuid.uuid4().hex}")
+    changes = classified.observe(counted, *_count_exprs(table)).localCheckpoint(eager=True)
     changes.createOrReplaceTempView(view + "_changes")
-    return changes
+    return changes, counted
 
 
-def _count_actions(table: MirrorTable, changes: Any, agg: Any, stats: TableStats) -> dict[str, int]:
+def _count_exprs(table: MirrorTable) -> list[Any]:
+    """The classified changes per action, the ``unknown`` ones (an unchanged TOAST value known
+    nowhere) and the ``backwards`` ones (from a restarted source history)."""
+    from pyspark.sql import functions as F
+
+    return [
+        *(F.expr(f"count_if(_action = '{a}')").alias(a) for a in ACTIONS),
+        F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
+        F.expr("count_if(_backwards)").alias("backwards"),
+    ]
+
+
+def _count_actions(
+    table: MirrorTable, changes: Any, counted: Any, agg: Any, stats: TableStats
+) -> dict[str, int]:
     """The classified changes per action (and ``unknown``: events whose unchanged TOAST value
     is known nowhere) into ``stats``; stops before anything of the table is written when a
     change comes from a restarted source history."""
-    from pyspark.sql import functions as F
-
-    rows = (
-        changes.groupBy("_action")
-        .agg(
-            F.expr("count(*) AS n"),
-            F.expr(f"count_if({unknown_sql(table)}) AS unknown"),
-            F.expr("count_if(_backwards) AS backwards"),
-        )
-        .collect()
-    )
-    if sum(r.backwards for r in rows):
-        raise MirrorError(history_restarted(table, changes, rows))
-    counts = {r._action: r.n for r in rows}
+    metrics = counted.get
+    counts = {a: int(metrics[a]) for a in ACTIONS if metrics[a]}
+    if metrics["backwards"]:
+        raise MirrorError(history_restarted(table, changes, int(metrics["backwards"])))
     # superseded within the batch, or older than a truncate
     stats.duplicates = max(0, agg.applied - sum(counts.values()))
     stats.inserts = counts.get("insert", 0)
     stats.updates = counts.get("update", 0)
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
-    return {**counts, "unknown": sum(r.unknown for r in rows)}
+    return {**counts, "unknown": int(metrics["unknown"])}

@@ -1,0 +1,141 @@
+"""Benchmark: the fixed cost of a small batch (issue 17: a batch of 100 events, ≤ 1 s).
+
+One PostgreSQL table of 10,000 rows, bootstrapped, and the continuous `cdcmirror mirror`
+job in its own process (trigger 1 s); then R rounds, each: update B rows in one
+transaction, wait until the job has applied it. Prints each batch's seconds, the seconds of
+its phases and its Spark jobs (from the job's log), and their medians over the warm
+batches (the first is left out). Needs the provisioned PostgreSQL and the stack (`make
+provision stack-up`). ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
+``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job.
+
+    .venv/bin/python benchmarks/small_batch.py [ROUNDS] [B]   # default 8 rounds of 100
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from integration_tests import services
+from integration_tests.mirror_env import MirrorJob
+from integration_tests.mirror_fixture import bootstrap, make_config
+
+ROWS = 10_000
+COLUMNS = "id bigint PRIMARY KEY, a integer, c text, e timestamptz"
+FILL = "SELECT i, 0, md5(i::text), now() FROM generate_series(1, {n}) i"
+
+
+def main(rounds: int, size: int) -> None:
+    schema = services.unique("benchs")
+    with services.pg_connect() as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
+        conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=ROWS)}")
+        services.publish_schema(conn, schema)
+    work = Path(tempfile.mkdtemp(prefix="cdcmirror-small-"))
+    extra: dict[str, Any] = {}
+    conf = json.loads(os.environ.get("SMALL_BATCH_SPARK_CONF", "{}"))
+    if os.environ.get("SMALL_BATCH_EVENT_LOG"):  # Spark's event log, to see where time goes
+        (work / "events").mkdir()
+        conf["spark.eventLog.enabled"] = "true"
+        conf["spark.eventLog.compress"] = "false"
+        conf["spark.eventLog.dir"] = str(work / "events")
+        print(f"Spark event log in {work / 'events'}", flush=True)
+    if conf:
+        extra["spark"] = {"conf": conf}
+    config = make_config(
+        work,
+        schema,
+        "postgresql",
+        f"{schema}.*",
+        services.TEST_DATABASE,
+        bootstrap={"initial_load": "debezium"},
+        **extra,
+    )
+    try:
+        bootstrap(config)
+        job = MirrorJob(
+            config, "1 seconds", {"CDCMIRROR_LOG_LEVEL": "INFO"}, keep_log=work / "job.log"
+        )
+        try:
+            batches = _rounds(job, schema, rounds, size)
+        finally:
+            job.stop()
+    finally:
+        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+    _report(batches[1:] or batches, size)
+
+
+def _rounds(job: MirrorJob, schema: str, rounds: int, size: int) -> list[dict[str, Any]]:
+    """Each round's batch line, with the batch's seconds as ``batch_seconds``."""
+    _wait_for_lines(job, 1)  # the snapshot
+    out: list[dict[str, Any]] = []
+    for r in range(rounds):
+        start = 1 + (r * size) % (ROWS - size)
+        with services.pg_connect() as conn:
+            conn.execute(
+                f"UPDATE {schema}.items SET a = {r + 1} "
+                f"WHERE id BETWEEN {start} AND {start + size - 1}"
+            )
+        lines = _wait_for_lines(job, r + 2)
+        out.append(lines[-1])
+        print(f"round {r}: {json.dumps(lines[-1])}", flush=True)
+        time.sleep(2)
+    return out
+
+
+def _wait_for_lines(job: MirrorJob, count: int, timeout: float = 300) -> list[dict[str, Any]]:
+    """The job's batch lines of batches with events, once there are ``count``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = _batch_lines(job.log.read_text(errors="replace"))
+        if len(lines) >= count:
+            return lines
+        job.assert_alive()
+        assert time.monotonic() < deadline, f"fewer than {count} batches after {timeout}s"
+        time.sleep(0.5)
+
+
+def _batch_lines(log: str) -> list[dict[str, Any]]:
+    seconds: dict[int, float] = {}
+    stats: list[dict[str, Any]] = []
+    for line in log.splitlines():
+        if "mirror batch {" in line:
+            s = json.loads(line.split("mirror batch ", 1)[1])
+            if s["events"]:
+                stats.append(s)
+        elif " done in " in line and "batch " in line:
+            head, tail = line.split(" done in ", 1)
+            seconds[int(head.rsplit("batch ", 1)[1])] = float(tail.split("s", 1)[0])
+    return [{**s, "batch_seconds": seconds[s["batch"]]} for s in stats if s["batch"] in seconds]
+
+
+def _report(batches: list[dict[str, Any]], size: int) -> None:
+    def median(f: Any) -> float:
+        return float(statistics.median(f(b) for b in batches))
+
+    phases = sorted({p for b in batches for p in b["phase_seconds"]})
+    parts = ", ".join(
+        f"{p} {median(lambda b, p=p: b['phase_seconds'].get(p, 0.0)):.2f}" for p in phases
+    )
+    total = median(lambda b: b["batch_seconds"])
+    table = median(lambda b: b["table_seconds"])
+    jobs = median(lambda b: b["spark_jobs"])
+    print(
+        f"a batch of {size} updates into {ROWS:,} rows, median of {len(batches)} warm "
+        f"batches: {total:.2f}s (the table's work {table:.2f}s: {parts}); {jobs:.0f} Spark jobs"
+    )
+
+
+if __name__ == "__main__":
+    with services.forgetting_made():
+        main(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 8,
+            int(sys.argv[2]) if len(sys.argv) > 2 else 100,
+        )
