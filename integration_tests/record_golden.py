@@ -67,23 +67,18 @@ def _create(dialect: str, name: str) -> Any:
 
 
 def _run(conn: Any, sql: str) -> None:
-    if hasattr(conn, "cursor") and not hasattr(conn, "execute"):
-        with conn.cursor() as cur:
-            cur.execute(sql)
-        conn.commit()
-    else:
-        conn.execute(sql)
+    """One statement, committed (DB-API: psycopg and PyMySQL connections alike)."""
+    with conn.cursor() as cur:
+        cur.execute(sql)
+    conn.commit()
 
 
 def _row(conn: Any, name: str, key: int) -> dict[str, str | None] | None:
     sql = f"SELECT {', '.join(COLUMNS)} FROM {name}.golden WHERE id = {key}"
-    if hasattr(conn, "cursor") and not hasattr(conn, "execute"):
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            found = cur.fetchone()
-        conn.commit()
-    else:
-        found = conn.execute(sql).fetchone()
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        found = cur.fetchone()
+    conn.commit()
     if found is None:
         return None
     return {c: None if v is None else str(v) for c, v in zip(COLUMNS, found, strict=True)}

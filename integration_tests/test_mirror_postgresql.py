@@ -8,7 +8,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +44,23 @@ STARTED = "streaming query"  # the job's line once its query runs (at INFO)
 STARTED_LOGGED = {"CDCMIRROR_LOG_LEVEL": "INFO"}
 
 
-def same_within(m: Mirrored, job: Any, seconds: float) -> None:
-    """Until the mirror equals the source (the job must stay alive)."""
+def same_within(
+    m: Mirrored, job: Any, seconds: float, context: Callable[[], str] | None = None
+) -> None:
+    """Until the mirror equals the source (the job must stay alive). A failed comparison
+    (also one that cannot run yet, e.g. a column not there yet) is tried again until
+    ``seconds`` have passed; then it fails, with ``context()`` if given."""
     deadline = time.monotonic() + seconds
     while True:
         job.assert_alive()
         try:
             m.assert_same()
             return
-        except AssertionError:
+        except Exception as exc:
             if time.monotonic() > deadline:
-                raise
+                if context is None:
+                    raise
+                raise AssertionError(f"not in sync: {context()}") from exc
         time.sleep(2)
 
 
@@ -629,15 +635,7 @@ def test_mirror_started_before_the_first_event_waits_for_the_topic(
             time.sleep(6)  # three triggers (2 s) with no topic
             job.assert_alive()
             m.workload.run(60)
-            deadline = time.monotonic() + 180
-            while True:
-                job.assert_alive()
-                try:
-                    m.assert_same()
-                    break
-                except AssertionError:
-                    assert time.monotonic() < deadline, "the rows never arrived"
-                time.sleep(3)
+            same_within(m, job, 180, lambda: "the rows never arrived")
     finally:
         world.close()
 
@@ -895,16 +893,8 @@ def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror
             time.sleep(1)
         time.sleep(5)  # the watch sees the failure (and may restart it once, in vain)
         stack.up()  # the registry is back
-        deadline = time.monotonic() + 240
-        while True:
-            job.assert_alive()
-            try:
-                m.assert_same()  # the new column too: it came with the failed event
-                break
-            except Exception as exc:  # not there yet (the column may not exist yet either)
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"not in sync: {connect.status(name)}") from exc
-            time.sleep(3)
+        # the new column too: it came with the failed event
+        same_within(m, job, 240, lambda: str(connect.status(name)))
     assert "restarted what FAILED" in job.output, job.output[-3000:]
     assert not failed(connect.status(name))
 

@@ -56,7 +56,7 @@ def cdc_names(config: Config, only: list[str] | None) -> list[str] | None:
 
 
 def cdc_tables(
-    config: Config, only: list[str] | None, catalog: Any, required: bool
+    config: Config, catalog: Any, only: list[str] | None, required: bool
 ) -> list[MirrorTable]:
     """The mirrored tables of ``only`` (all when None) that are not stream tables; ``required``:
     none is an error (a job with streams may have no CDC table)."""

@@ -30,7 +30,7 @@ def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> 
 
     streams = job_streams(config, catalog, only) if config.streams else None
     required = not (streams and streams.tables)
-    names = [t.identifier for t in cdc_tables(config, only, catalog, required)]
+    names = [t.identifier for t in cdc_tables(config, catalog, only, required)]
     names += streams.identifiers if streams else []
     if not only:
         names += [t.identifier for t in list_tables(catalog, internal_namespace(config))]

@@ -120,7 +120,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
 
     catalog = load_catalog(config)
     streams = job_streams(config, catalog, only)
-    tables = cdc_tables(config, only, catalog, required=not streams.tables)
+    tables = cdc_tables(config, catalog, only, required=not streams.tables)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here

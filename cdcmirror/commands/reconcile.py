@@ -204,7 +204,7 @@ def reconcile(
     from cdcmirror.spark.session import build_spark_session
 
     catalog = load_catalog(config)
-    tables = cdc_tables(config, options.tables, catalog, required=not config.streams)
+    tables = cdc_tables(config, catalog, options.tables, required=not config.streams)
     if not tables:
         return [], datetime.now(tz=UTC)
     engine = open_engine(config)
