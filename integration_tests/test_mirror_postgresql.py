@@ -45,18 +45,23 @@ STARTED_LOGGED = {"CDCMIRROR_LOG_LEVEL": "INFO"}
 
 
 def same_within(
-    m: Mirrored, job: Any, seconds: float, context: Callable[[], str] | None = None
+    m: Mirrored,
+    job: Any,
+    seconds: float,
+    context: Callable[[], str] | None = None,
+    retry_on: tuple[type[Exception], ...] = (AssertionError,),
 ) -> None:
-    """Until the mirror equals the source (the job must stay alive). A failed comparison
-    (also one that cannot run yet, e.g. a column not there yet) is tried again until
-    ``seconds`` have passed; then it fails, with ``context()`` if given."""
+    """Until the mirror equals the source (the job must stay alive). A comparison that
+    fails with ``retry_on`` (``Exception``: also one that cannot run yet, e.g. a column not
+    there yet) is tried again until ``seconds`` have passed; then it fails, with
+    ``context()`` if given."""
     deadline = time.monotonic() + seconds
     while True:
         job.assert_alive()
         try:
             m.assert_same()
             return
-        except Exception as exc:
+        except retry_on as exc:
             if time.monotonic() > deadline:
                 if context is None:
                     raise
@@ -894,7 +899,7 @@ def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror
         time.sleep(5)  # the watch sees the failure (and may restart it once, in vain)
         stack.up()  # the registry is back
         # the new column too: it came with the failed event
-        same_within(m, job, 240, lambda: str(connect.status(name)))
+        same_within(m, job, 240, lambda: str(connect.status(name)), (Exception,))
     assert "restarted what FAILED" in job.output, job.output[-3000:]
     assert not failed(connect.status(name))
 
