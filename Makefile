@@ -43,11 +43,21 @@ unit: install ## unit tests (no services)
 integration: install ## integration tests against the real services
 	$(BIN)/pytest -q integration_tests
 
+# Tests run in two passes: most of them on WORKERS pytest-xdist workers (each file's tests on
+# one worker, in order, as they run alone: module fixtures and the order within a file hold),
+# then alone those marked serial (they stop, kill or reconfigure a service the others share).
+# Both passes run; the target fails if either did.
+WORKERS ?= 2
+PARALLEL = $(BIN)/pytest -n $(WORKERS) --dist loadfile --durations=60
+SERIAL = $(BIN)/pytest --durations=20
+
 test: system-deps install provision stack-up lint ## install, provision, start, lint, all tests but the long ones (CI)
-	$(BIN)/pytest --durations=60 -m "not full" cdcmirror tests integration_tests
+	$(PARALLEL) -m "not full and not serial" cdcmirror tests integration_tests; a=$$?; \
+	$(SERIAL) -m "not full and serial" integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
 test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
-	$(BIN)/pytest --durations=60 cdcmirror tests integration_tests
+	$(PARALLEL) -m "not serial" cdcmirror tests integration_tests; a=$$?; \
+	$(SERIAL) -m serial integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from cdcmirror.stack.control import Stack
 from integration_tests.chaos import CI_KINDS, FAULTS, Chaos
 from integration_tests.chaos_world import maria_side, pg_side
+
+pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 
 SEED = 20261124
 

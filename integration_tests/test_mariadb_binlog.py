@@ -21,6 +21,8 @@ from integration_tests.mirror_env import mirror_rows, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored, bootstrap
 from integration_tests.test_mirror_mariadb import maria_mirrored
 
+pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
+
 
 @pytest.fixture
 def fresh(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirrored]:

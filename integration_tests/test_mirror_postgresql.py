@@ -868,6 +868,7 @@ def test_fuzzed_avro_events_are_dead_lettered_and_the_rest_applies(pg_avro: Mirr
     assert len(kinds) == 5, kinds
 
 
+@pytest.mark.serial  # it kills the shared registry
 def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror(
     pg_avro: Mirrored,
 ) -> None:

@@ -42,6 +42,8 @@ from integration_tests.mirror_env import (
 from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
 from integration_tests.test_mirror_postgresql import SEED, pg_source, prepare_schema
 
+pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
+
 ON_CLUSTER = {"CDCMIRROR_SPARK__MASTER": cluster.MASTER_URL}
 
 

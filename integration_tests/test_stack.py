@@ -19,6 +19,8 @@ from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import KAFKA, REGISTRY, REGISTRY_CCOMPAT_PATH
 from integration_tests.services import CDC_PASSWORD
 
+pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
+
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
