@@ -45,6 +45,18 @@ class BatchLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
 
+    def seconds(self) -> float:
+        """The whole batches' seconds (Avro decoding happens before the table work)."""
+        return sum(done[1] for done in map(batch_done, self.lines) if done is not None)
+
+
+def batch_done(line: str) -> tuple[int, float] | None:
+    """(batch id, seconds) of the job's "batch N done in S s" line; None for other lines."""
+    if " done in " not in line or "batch " not in line:
+        return None
+    head, tail = line.split(" done in ", 1)
+    return int(head.rsplit("batch ", 1)[1].split()[0]), float(tail.split("s", 1)[0])
+
 
 def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
     from confluent_kafka import Consumer, TopicPartition
@@ -115,11 +127,7 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
             total = time.monotonic() - start
             for line in handler.lines:
                 print(f"{kafka_format} {label}: {line}")
-            seconds = sum(  # whole batches: Avro decoding happens before the table work
-                float(line.split(" done in ", 1)[1].split("s", 1)[0])
-                for line in handler.lines
-                if " done in " in line
-            )
+            seconds = handler.seconds()
             rates.append(n / seconds)
             print(
                 f"{kafka_format} {label}: {n} events, applier {seconds:.1f}s = "

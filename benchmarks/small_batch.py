@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.mirror_batch import batch_done
 from integration_tests import services
 from integration_tests.mirror_env import MirrorJob
 from integration_tests.mirror_fixture import bootstrap, make_config
@@ -112,9 +113,8 @@ def _batch_lines(log: str) -> list[dict[str, Any]]:
             s = json.loads(line.split("mirror batch ", 1)[1])
             if s["events"]:
                 stats.append(s)
-        elif " done in " in line and "batch " in line:
-            head, tail = line.split(" done in ", 1)
-            seconds[int(head.rsplit("batch ", 1)[1])] = float(tail.split("s", 1)[0])
+        elif (done := batch_done(line)) is not None:
+            seconds[done[0]] = done[1]
     return [{**s, "batch_seconds": seconds[s["batch"]]} for s in stats if s["batch"] in seconds]
 
 

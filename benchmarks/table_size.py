@@ -101,11 +101,7 @@ def run(size: int, changes: int, spread: str, work: Path) -> dict[str, float]:
         wait_for_events(topic, 2 * changes + 1)
         handler.lines.clear()
         mirror(config, available_now=True)
-        batch = sum(
-            float(line.split(" done in ", 1)[1].split("s", 1)[0])
-            for line in handler.lines
-            if " done in " in line
-        )
+        batch = handler.seconds()
         tables = [
             json.loads(line.split("mirror batch ", 1)[1])
             for line in handler.lines

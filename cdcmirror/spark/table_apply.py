@@ -174,8 +174,9 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     """Dedupe, classify, MERGE and record tombstones; the dead letters so far and those of
     unknown unchanged TOAST values."""
     spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
+    tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     with stats.phase("dedupe_classify"):
-        changes, counted = _classified(tb, applied, agg, bounds)
+        changes, counted = _classified(tb, applied, agg, bounds, tombstones)
     with stats.phase("counts"):
         counts = _count_actions(table, changes, counted, agg, stats)
         if counts.get("unknown"):
@@ -191,17 +192,18 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
             tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), data=True)
     # After the MERGE: a crash in between is healed by the re-run of this batch, which
     # finds the row gone and records the tombstone then ("absent").
-    tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
         with stats.phase("tombstones"):
             tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds))
     return dead
 
 
-def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> tuple[Any, Any]:
-    """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``),
-    as the view ``<view>_changes``, and the observation that counts them
-    (``_count_actions``)."""
+def _classified(
+    tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, tombstones: str | None
+) -> tuple[Any, Any]:
+    """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``)
+    against the target and its ``tombstones`` table, as the view ``<view>_changes``, and the
+    observation that counts them (``_count_actions``)."""
     from pyspark.sql import Observation
 
     spark, table, view, target = tb.spark, tb.table, tb.view, tb.target
@@ -210,7 +212,6 @@ def _classified(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> tuple
         applied.createOrReplaceTempView(view + "_decoded")
         events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
     events.createOrReplaceTempView(view + "_events")
-    tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     deduped = spark.sql(dedupe_sql(table, view + "_events"))
     if agg.key_change_fills:
         from cdcmirror.spark.key_chains import fill_key_chains
