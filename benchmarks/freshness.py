@@ -74,7 +74,7 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
     try:
         bootstrap(config_path)
         config = load_config(path=config_path, environ={}, cwd=work)
-        namespace = str(config.get("iceberg", "namespace"))
+        namespace = config.iceberg.namespace
         job = MirrorJob(config_path, f"{trigger} seconds", None)
         try:
             catalog = load_catalog(config)

@@ -25,7 +25,7 @@ def embedded_catalog_paths(state_dir: Path) -> tuple[Path, Path]:
 
 def ensure_embedded_catalog_dirs(config: Config) -> None:
     """Create the embedded default's directories; nothing for a configured catalog."""
-    if config.get("iceberg", "catalog"):
+    if config.iceberg.catalog:
         return
     db, warehouse = embedded_catalog_paths(config.state_dir)
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -34,7 +34,7 @@ def ensure_embedded_catalog_dirs(config: Config) -> None:
 
 def pyiceberg_properties(config: Config) -> dict[str, str]:
     """Properties for ``pyiceberg.catalog.load_catalog(CATALOG_NAME, **props)``."""
-    custom: dict[str, Any] = dict(config.get("iceberg", "catalog"))
+    custom: dict[str, Any] = dict(config.iceberg.catalog)
     if custom:
         return {str(k): str(v) for k, v in custom.items()}
     db, warehouse = embedded_catalog_paths(config.state_dir)

@@ -87,5 +87,5 @@ class CheckpointFiles:
 def checkpoint_files(config: Config) -> CheckpointFiles:
     """The configured checkpoint (``mirror.checkpoint_location``)."""
     location = config.location("mirror", "checkpoint_location")
-    spark_conf = {str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()}
+    spark_conf = {str(k): str(v) for k, v in dict(config.spark.conf).items()}
     return CheckpointFiles(location, s3a_settings(pyiceberg_properties(config), spark_conf))

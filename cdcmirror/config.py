@@ -15,6 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.config_schema import CHOICES, DEFAULTS, SCHEMA
+from cdcmirror.config_sections import (
+    Bootstrap,
+    Connect,
+    Iceberg,
+    Kafka,
+    Maintain,
+    Mirror,
+    Reconcile,
+    Source,
+    Spark,
+)
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.s3a_settings import is_url
 from cdcmirror.streams.spec import StreamSpec, parse_streams
@@ -29,25 +40,33 @@ FALSE_WORDS = ("false", "0", "no", "off")
 
 @dataclass(frozen=True)
 class Config:
-    """The validated configuration; ``base_dir`` anchors relative paths."""
+    """The validated configuration, a typed section per TOML table (``config.kafka.format``;
+    ``config_sections``); ``values`` is the same as plain tables (for printing, redacted);
+    ``base_dir`` anchors relative paths."""
 
-    values: Mapping[str, Mapping[str, Any]]
+    values: Mapping[str, Mapping[str, Any]] = field(repr=False)  # holds the secrets too
     base_dir: Path
+    source: Source
+    kafka: Kafka
+    connect: Connect
+    bootstrap: Bootstrap
+    iceberg: Iceberg
+    mirror: Mirror
+    reconcile: Reconcile
+    maintain: Maintain
+    spark: Spark
     source_file: Path | None = None
     overrides: tuple[str, ...] = field(default=())
     streams: tuple[StreamSpec, ...] = ()  # [[streams]]: plain event topics
 
-    def get(self, section: str, key: str) -> Any:
-        return self.values[section][key]
-
     def path(self, section: str, key: str) -> Path:
         """A path-valued key, relative to ``base_dir`` unless absolute."""
-        p = Path(str(self.get(section, key))).expanduser()
+        p = Path(str(self.values[section][key])).expanduser()
         return p if p.is_absolute() else self.base_dir / p
 
     def location(self, section: str, key: str) -> str:
         """A path-or-URL key (``s3a://bucket/dir``): a URL as written, a path as ``path``."""
-        value = str(self.get(section, key))
+        value = str(self.values[section][key])
         return value if is_url(value) else str(self.path(section, key))
 
     @property
@@ -219,6 +238,15 @@ def load_config(
     return Config(
         values=values,
         base_dir=base_dir,
+        source=Source.of(values["source"]),
+        kafka=Kafka.of(values["kafka"]),
+        connect=Connect.of(values["connect"]),
+        bootstrap=Bootstrap.of(values["bootstrap"]),
+        iceberg=Iceberg.of(values["iceberg"]),
+        mirror=Mirror.of(values["mirror"]),
+        reconcile=Reconcile.of(values["reconcile"]),
+        maintain=Maintain.of(values["maintain"]),
+        spark=Spark.of(values["spark"]),
         source_file=source_file,
         overrides=tuple(applied),
         streams=streams,

@@ -184,7 +184,7 @@ def record(dialect: str, kafka_format: str, work: Path) -> dict[str, Any]:
         ids = {
             int.from_bytes(base64.b64decode(r["value"])[1:5], "big") for r in records if r["value"]
         }
-        found = SchemaRegistry(str(config.get("kafka", "schema_registry_url"))).schemas(sorted(ids))
+        found = SchemaRegistry(config.kafka.schema_registry_url).schemas(sorted(ids))
         schemas = {str(k): v for k, v in found.items()}
     conn.close()
     if dialect == "postgresql":

@@ -1011,7 +1011,7 @@ def test_an_avro_schema_that_changes_a_column_type_dead_letters_only_its_events(
     sc.settle(m)
     m.mirror()
     real = sc.newest_value(m.topic)
-    registry = load_config(m.config_path).get("kafka", "schema_registry_url")
+    registry = load_config(m.config_path).kafka.schema_registry_url
     with urllib.request.urlopen(f"{registry}/schemas/ids/{int.from_bytes(real[1:5])}") as r:
         text = json.loads(r.read())["schema"]
     record: dict[str, Any] = fastavro.schemaless_reader(  # type: ignore[assignment]

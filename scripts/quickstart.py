@@ -196,7 +196,7 @@ def main() -> None:
     state = config.state_dir
     state.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CDCMIRROR_SOURCE__PASSWORD": CDC, **STREAM}
-    kafka = str(config.get("kafka", "bootstrap_servers"))
+    kafka = config.kafka.bootstrap_servers
 
     say("sample shop in PostgreSQL database 'shop': customers, products, orders, order_items")
     with admin() as conn:
@@ -213,13 +213,11 @@ def main() -> None:
     # The first quickstart registered a connector named "shop" on the same replication slot
     # and topic prefix; its events are not this demo's (it never snapshotted the columns
     # added above), so it goes, with its topic.
-    client = ConnectClient(str(config.get("connect", "url")))
+    client = ConnectClient(config.connect.url)
     if LEGACY_CONNECTOR in client.names():
         say("removing the connector and topic of an earlier quickstart")
         client.delete(LEGACY_CONNECTOR)
-        admin_client = AdminClient(
-            {"bootstrap.servers": str(config.get("kafka", "bootstrap_servers"))}
-        )
+        admin_client = AdminClient({"bootstrap.servers": config.kafka.bootstrap_servers})
         for future in admin_client.delete_topics([LEGACY_TOPIC]).values():
             future.result()
         drop_slot(LEGACY_SLOT)

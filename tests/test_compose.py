@@ -107,7 +107,7 @@ def test_the_compose_cluster_job_runs_the_native_profile_settings() -> None:
     }
     assert pyiceberg_properties(config) == mapped
     assert config.location("mirror", "checkpoint_location").startswith("s3a://warehouse/")
-    assert config.get("spark", "master") == "spark://spark-master:7077"
+    assert config.spark.master == "spark://spark-master:7077"
     assert "spark-master" in COMPOSE.read_text()
     dockerfile = (COMPOSE.parent / "cdcmirror.Dockerfile").read_text()
     assert "cdcmirror jars resolve spark" in dockerfile

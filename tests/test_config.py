@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from cdcmirror.config import load_config
+from cdcmirror.config_schema import SCHEMA
+from cdcmirror.config_sections import SECTIONS
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.redaction import mask_url_password, redacted
 
@@ -18,7 +21,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_without_a_file(tmp_path: Path) -> None:
     config = load_config(environ={}, cwd=tmp_path)
     assert config.source_file is None
-    assert config.get("kafka", "bootstrap_servers") == "127.0.0.1:9092"
+    assert config.kafka.bootstrap_servers == "127.0.0.1:9092"
     assert config.path("mirror", "checkpoint_location") == tmp_path / ".cdcmirror/checkpoints/shop"
 
 
@@ -37,10 +40,10 @@ def test_file_then_environment_override(tmp_path: Path) -> None:
         },
         cwd=tmp_path,
     )
-    assert config.get("source", "dialect") == "mysql"
-    assert config.get("kafka", "bootstrap_servers") == "k:1"
-    assert config.get("source", "include") == ["a.*", "b.c"]
-    assert config.get("iceberg", "catalog") == {"type": "rest", "uri": "http://rest:8181"}
+    assert config.source.dialect == "mysql"
+    assert config.kafka.bootstrap_servers == "k:1"
+    assert config.source.include == ("a.*", "b.c")
+    assert config.iceberg.catalog == {"type": "rest", "uri": "http://rest:8181"}
     assert config.base_dir == tmp_path
 
 
@@ -76,7 +79,7 @@ def test_secrets_are_masked(tmp_path: Path) -> None:
     config = load_config(path, environ={"CDCMIRROR_SOURCE__PASSWORD": "s3cret"}, cwd=tmp_path)
     shown = str(redacted(config))
     assert "hunter2" not in shown and "s3cret" not in shown
-    assert config.get("source", "password") == "s3cret"
+    assert config.source.password == "s3cret"
 
 
 def test_mask_url_password_leaves_passwordless_urls() -> None:
@@ -88,15 +91,15 @@ def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
         "[source]\ntinyint1_as_boolean = false\n[iceberg]\nformat_version = 3\n"
     )
     config = load_config(environ={}, cwd=tmp_path)
-    assert config.get("source", "tinyint1_as_boolean") is False
-    assert config.get("iceberg", "format_version") == 3
+    assert config.source.tinyint1_as_boolean is False
+    assert config.iceberg.format_version == 3
     env = {
         "CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "true",
         "CDCMIRROR_ICEBERG__FORMAT_VERSION": "2",
     }
     config = load_config(environ=env, cwd=tmp_path)
-    assert config.get("source", "tinyint1_as_boolean") is True
-    assert config.get("iceberg", "format_version") == 2
+    assert config.source.tinyint1_as_boolean is True
+    assert config.iceberg.format_version == 2
     with pytest.raises(ConfigError, match="must be true or false"):
         load_config(environ={"CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "maybe"}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="keyless_tables = 'drop' is not one of append, skip"):
@@ -104,9 +107,9 @@ def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
 
 
 def test_metrics_port_must_be_a_port(tmp_path: Path) -> None:
-    assert load_config(environ={}, cwd=tmp_path).get("mirror", "metrics_port") == 0  # off
+    assert load_config(environ={}, cwd=tmp_path).mirror.metrics_port == 0  # off
     env = {"CDCMIRROR_MIRROR__METRICS_PORT": "9464"}
-    assert load_config(environ=env, cwd=tmp_path).get("mirror", "metrics_port") == 9464
+    assert load_config(environ=env, cwd=tmp_path).mirror.metrics_port == 9464
     with pytest.raises(ConfigError, match=r"mirror.metrics_port = 70000 is not a TCP port"):
         load_config(environ={"CDCMIRROR_MIRROR__METRICS_PORT": "70000"}, cwd=tmp_path)
 
@@ -121,3 +124,29 @@ def test_secrets_inside_catalog_and_spark_tables_are_masked(tmp_path: Path) -> N
     shown = str(redacted(load_config(environ=env, cwd=tmp_path)))
     assert "hunter" not in shown, shown
     assert "http://127.0.0.1:8181" in shown
+
+
+def test_the_typed_sections_hold_every_key_of_the_schema() -> None:
+    assert set(SECTIONS) == set(SCHEMA)
+    for section, keys in SCHEMA.items():
+        assert {f.name for f in dataclasses.fields(SECTIONS[section])} == set(keys), section
+
+
+def test_sections_are_typed_and_frozen(tmp_path: Path) -> None:
+    env = {"CDCMIRROR_KAFKA__FORMAT": "avro", "CDCMIRROR_MIRROR__PARALLELISM": "7"}
+    config = load_config(environ=env, cwd=tmp_path)
+    assert config.kafka.avro and not config.kafka.with_schemas
+    assert load_config(environ={}, cwd=tmp_path).kafka.with_schemas
+    assert config.mirror.parallelism == 7 and config.values["mirror"]["parallelism"] == 7
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.mirror.parallelism = 8  # type: ignore[misc]
+
+
+def test_the_repr_of_a_config_holds_no_secret(tmp_path: Path) -> None:
+    env = {
+        "CDCMIRROR_SOURCE__PASSWORD": "pw-one",
+        "CDCMIRROR_SOURCE__URL": "postgresql://cdc:pw-two@db:5432/shop",
+        "CDCMIRROR_SPARK__CONF__FS__S3A__SECRET__KEY": "pw-three",
+    }
+    text = repr(load_config(environ=env, cwd=tmp_path))
+    assert "shop" in text and not any(f"pw-{n}" in text for n in ("one", "two", "three"))

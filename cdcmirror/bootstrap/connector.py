@@ -138,13 +138,13 @@ def plan_connector(
             f"{PUBLICATION} ADD TABLES IN SCHEMA {missing[0].split('.')[0]} (or ADD TABLE "
             f"{missing[0]}); sql/postgresql/publication.sql creates the publication"
         )
-    source_name = str(config.get("source", "name"))
+    source_name = config.source.name
     if not re.fullmatch(r"[A-Za-z0-9._-]+", source_name):
         raise ConfigError(
             f"source.name {source_name!r} is the Kafka topic prefix: use letters, digits, '.', "
             "'_' or '-' only"
         )
-    mode = str(config.get("connect", "secrets"))
+    mode = config.connect.secrets
     params = {
         "host": str(url.host or "127.0.0.1"),
         "port": str(url.port or (5432 if catalog.dialect == "postgresql" else 3306)),
@@ -157,17 +157,13 @@ def plan_connector(
         "table_include_list": include_list([t.qualified for t in catalog.tables]),
         "slot_name": slot_name(source_name),
         "server_id": str(server_id(source_name)),
-        "kafka_bootstrap_servers": str(config.get("kafka", "bootstrap_servers")),
+        "kafka_bootstrap_servers": config.kafka.bootstrap_servers,
     }
     rendered = render_connector(template_name(catalog), params)
-    if config.get("source", "unknown_types") == "string":
+    if config.source.unknown_types == "string":
         rendered["include.unknown.datatypes"] = "true"
-    rendered.update(
-        converter_settings(
-            str(config.get("kafka", "format")), str(config.get("kafka", "schema_registry_url"))
-        )
-    )
-    if config.get("kafka", "format") == "avro":  # the JSON converter's setting, not Avro's
+    rendered.update(converter_settings(config.kafka.format, config.kafka.schema_registry_url))
+    if config.kafka.avro:  # the JSON converter's setting, not Avro's
         for side in ("key", "value"):
             rendered.pop(f"{side}.converter.schemas.enable", None)
     if catalog.signal_table:

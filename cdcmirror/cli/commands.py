@@ -165,11 +165,9 @@ def reconcile_cmd(
     options = ReconcileOptions(
         tables=list(tables) or None,
         deep=deep,
-        settle_seconds=float(
-            config.get("reconcile", "settle_seconds") if settle is None else settle
-        ),
-        buckets=int(config.get("reconcile", "buckets")),
-        max_keys=int(config.get("reconcile", "max_keys")),
+        settle_seconds=float(config.reconcile.settle_seconds if settle is None else settle),
+        buckets=config.reconcile.buckets,
+        max_keys=config.reconcile.max_keys,
     )
     checks, now = reconcile(config, options, progress=_say)
     streams = []
@@ -179,7 +177,7 @@ def reconcile_cmd(
         streams = reconcile_streams(config, options.tables, options.max_keys, _say)
     for warning in slot_warnings(config):
         _say(f"warning: {warning}")
-    source = f"{config.get('source', 'name')} -> {config.get('iceberg', 'namespace')}"
+    source = f"{config.source.name} -> {config.iceberg.namespace}"
     if report_path:
         Path(report_path).write_text(result_markdown(checks, now, source))
         _say(f"report written to {report_path}")

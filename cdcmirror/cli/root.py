@@ -69,7 +69,7 @@ def cli(ctx: click.Context, config_path: str | None, output: str, log_level: str
 
 def slot_warnings(config: Any) -> list[str]:
     """Inactive cdcmirror replication slots on a PostgreSQL source (they hold WAL)."""
-    if config.get("source", "dialect") != "postgresql":
+    if config.source.dialect != "postgresql":
         return []
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.slots import cdcmirror_slots, inactive_warning

@@ -120,8 +120,8 @@ def check(ctx: click.Context) -> None:
     from cdcmirror.stack import health
 
     config = load_config(ctx.obj["config_path"])
-    kafka = str(config.get("kafka", "bootstrap_servers"))
-    connect = str(config.get("connect", "url"))
+    kafka = config.kafka.bootstrap_servers
+    connect = config.connect.url
     if not health.broker_answers_metadata(kafka, timeout=5.0):
         raise ServiceUnavailableError(
             f"Kafka at {kafka} does not answer; start it (`cdcmirror stack up`) or fix "
@@ -141,7 +141,7 @@ def check(ctx: click.Context) -> None:
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.exceptions import ConnectorError
 
-    name = connector_name(str(config.get("source", "name")))
+    name = connector_name(config.source.name)
     problem = None
     if name not in ConnectClient(connect).names():
         click.echo(f"connector -- {name} is not registered yet (`cdcmirror bootstrap` does it)")
@@ -150,7 +150,7 @@ def check(ctx: click.Context) -> None:
         if not problem:
             click.echo(f"connector ok {name} RUNNING")
     binlog = None
-    if config.get("source", "dialect") != "postgresql":
+    if config.source.dialect != "postgresql":
         from cdcmirror.binlog_health import binlog_health
         from cdcmirror.source.connection import open_engine
 
@@ -165,7 +165,7 @@ def check(ctx: click.Context) -> None:
         raise ConnectorError("; ".join(p for p in (problem, binlog) if p))
     for warning in slot_warnings(config):
         click.echo(f"warning: {warning}", err=True)
-    if config.get("kafka", "format") == "avro":
+    if config.kafka.avro:
         from cdcmirror.commands.bootstrap import require_registry
 
         click.echo(f"registry ok  {require_registry(config)}")

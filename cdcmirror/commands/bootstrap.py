@@ -44,10 +44,10 @@ logger = logging.getLogger(__name__)
 
 def _desired(config: Config, catalog: SourceCatalog) -> list[DesiredTable]:
     options = MappingOptions(
-        unknown_types=str(config.get("source", "unknown_types")),
-        tinyint1_as_boolean=bool(config.get("source", "tinyint1_as_boolean")),
+        unknown_types=config.source.unknown_types,
+        tinyint1_as_boolean=config.source.tinyint1_as_boolean,
     )
-    namespace = str(config.get("iceberg", "namespace"))
+    namespace = config.iceberg.namespace
     out, errors = [], []
     for table in catalog.tables:
         try:
@@ -56,9 +56,9 @@ def _desired(config: Config, catalog: SourceCatalog) -> list[DesiredTable]:
                     catalog,
                     table,
                     namespace,
-                    str(config.get("iceberg", "table_name")),
+                    config.iceberg.table_name,
                     options,
-                    str(config.get("iceberg", "partition")),
+                    config.iceberg.partition,
                 )
             )
         except UnsupportedTypeError as exc:
@@ -81,7 +81,7 @@ def _open_catalog(config: Config, dry_run: bool) -> Any | None:
     run creates nothing, not even the catalog file)."""
     from cdcmirror.catalog import load_catalog
 
-    if dry_run and not config.get("iceberg", "catalog"):
+    if dry_run and not config.iceberg.catalog:
         db, _ = embedded_catalog_paths(config.state_dir)
         if not db.exists():
             return None
@@ -93,7 +93,7 @@ def require_registry(config: Config) -> str:
     from cdcmirror.exceptions import ServiceUnavailableError
     from cdcmirror.stack.health import registry_answers
 
-    url = str(config.get("kafka", "schema_registry_url"))
+    url = config.kafka.schema_registry_url
     if not registry_answers(url, timeout=5.0):
         raise ServiceUnavailableError(
             f'the schema registry at {url} does not answer (kafka.format = "avro" needs '
@@ -202,12 +202,12 @@ def _plan_connector(
 ) -> _ConnectorWork:
     """The connector's config (with the initial load's snapshot settings), validated by
     Connect before anything is written."""
-    secret_path = conn_mod.secret_file(config, str(config.get("source", "name")))
-    client = ConnectClient(str(config.get("connect", "url")))
+    secret_path = conn_mod.secret_file(config, config.source.name)
+    client = ConnectClient(config.connect.url)
     plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
     load = _decide_load(config, client, plan, catalog_src, desired, initial_load)
     run.step(load.describe())
-    if config.get("kafka", "format") == "avro":
+    if config.kafka.avro:
         require_registry(config)
     _validate(client, load.connector, config, secret_path, dry_run)
     return _ConnectorWork(client, load.connector, load, secret_path)
@@ -253,8 +253,8 @@ def _decide_load(
         engine, catalog_src.dialect, [t.qualified for t in catalog_src.tables]
     )
     total = sum(estimates.values())
-    asked = override or str(config.get("bootstrap", "initial_load"))
-    mode = choose(asked, total, int(config.get("bootstrap", "initial_load_min_rows")))
+    asked = override or config.bootstrap.initial_load
+    mode = choose(asked, total, config.bootstrap.initial_load_min_rows)
     why = ""
     if mode == SPARK:
         try:
@@ -301,8 +301,8 @@ def _apply_tables(
     if on_start:
         on_start(len(plans))
     if any(p.action == "create" for p in plans):
-        ensure_namespace(iceberg, str(config.get("iceberg", "namespace")))
-    version = int(config.get("iceberg", "format_version"))
+        ensure_namespace(iceberg, config.iceberg.namespace)
+    version = config.iceberg.format_version
     for p in plans:
         apply_plan(iceberg, p, version)
         if on_table:
@@ -318,7 +318,7 @@ def _validate(
 ) -> None:
     """Connect's validate endpoint on the config, before anything is written. A dry run
     validates with a temporary secret file so the real one is not written."""
-    if config.get("connect", "secrets") != "file":
+    if config.connect.secrets != "file":
         errors = client.validate({**plan.config, "name": plan.name})
     elif dry_run:
         with tempfile.TemporaryDirectory(prefix="cdcmirror-validate-") as tmp:

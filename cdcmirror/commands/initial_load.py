@@ -157,7 +157,7 @@ def _load_postgresql(
     from cdcmirror.source.load_reads import exported_slot
     from cdcmirror.source.slots import drop_slot
 
-    slot = slot_name(str(ctx.config.get("source", "name")))
+    slot = slot_name(ctx.config.source.name)
     if drop_slot(ctx.engine, slot, wait_seconds=30):  # its connector is gone: a leftover
         logger.warning("dropped replication slot %s left by an earlier bootstrap", slot)
     with exported_slot(ctx.url, slot) as snap:
@@ -179,7 +179,7 @@ def _load_mysql(
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.load_reads import binlog_position
 
-    client = ConnectClient(str(ctx.config.get("connect", "url")))
+    client = ConnectClient(ctx.config.connect.url)
     deadline = time.monotonic() + OFFSET_WAIT_SECONDS
     while (start := connector_position(client, connector)) is None:
         if time.monotonic() > deadline:
@@ -247,7 +247,7 @@ def _jdbc(ctx: LoadContext) -> tuple[str, str]:
 def _partitions(ctx: LoadContext, load: TableLoad, estimate: int, parallelism: int) -> list[str]:
     from cdcmirror.source.load_reads import mysql_bounds, mysql_split_points, pg_pages
 
-    rows_per_part = int(ctx.config.get("bootstrap", "rows_per_partition"))
+    rows_per_part = ctx.config.bootstrap.rows_per_partition
     parts = partition_count(estimate, rows_per_part, parallelism)
     if ctx.dialect == "postgresql":
         return block_ranges(pg_pages(ctx.engine, load.source), parts)

@@ -12,7 +12,7 @@ from cdcmirror.mirror.spec import MirrorTable, mirror_table
 
 def internal_namespace(config: Config) -> str:
     """Where the mirror keeps its own tables (dead letters, hard-delete tombstones)."""
-    return f"{config.get('iceberg', 'namespace')}__cdcmirror"
+    return f"{config.iceberg.namespace}__cdcmirror"
 
 
 def load_tables(
@@ -20,8 +20,8 @@ def load_tables(
 ) -> list[MirrorTable]:
     from cdcmirror.catalog.mirrored import list_tables
 
-    namespace = str(config.get("iceberg", "namespace"))
-    prefix = str(config.get("source", "name"))
+    namespace = config.iceberg.namespace
+    prefix = config.source.name
     tables = []
     for t in list_tables(catalog, namespace):
         spec = mirror_table(t.identifier, t.columns, t.key, t.properties, prefix)
@@ -49,7 +49,7 @@ def cdc_names(config: Config, only: list[str] | None) -> list[str] | None:
     """The names of ``only`` that are not stream tables (None: all tables; [] none)."""
     if not only:
         return None
-    namespace = str(config.get("iceberg", "namespace"))
+    namespace = config.iceberg.namespace
     mine = {s.identifier(namespace) for s in config.streams}
     mine |= {i.split(".")[-1] for i in mine}
     return [name for name in only if name not in mine]

@@ -12,11 +12,11 @@ from cdcmirror.spark.maintenance import MaintainSettings, TableMaintenance
 
 def settings_of(config: Config) -> MaintainSettings:
     return MaintainSettings(
-        target_file_size_mb=int(config.get("maintain", "target_file_size_mb")),
-        min_input_files=int(config.get("maintain", "min_input_files")),
-        snapshot_retention_hours=float(config.get("maintain", "snapshot_retention_hours")),
-        retain_last=int(config.get("maintain", "retain_last")),
-        orphan_age_hours=float(config.get("maintain", "orphan_age_hours")),
+        target_file_size_mb=config.maintain.target_file_size_mb,
+        min_input_files=config.maintain.min_input_files,
+        snapshot_retention_hours=float(config.maintain.snapshot_retention_hours),
+        retain_last=config.maintain.retain_last,
+        orphan_age_hours=float(config.maintain.orphan_age_hours),
     )
 
 

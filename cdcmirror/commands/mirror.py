@@ -42,9 +42,7 @@ class CatalogAccess:
         t = read_table(self.catalog, table.identifier)
         if t is None:
             return table
-        spec = mirror_table(
-            t.identifier, t.columns, t.key, t.properties, str(self.config.get("source", "name"))
-        )
+        spec = mirror_table(t.identifier, t.columns, t.key, t.properties, self.config.source.name)
         return spec or table
 
     def evolve(self, table: MirrorTable, evo: Evolution) -> MirrorTable:
@@ -81,24 +79,24 @@ def build_applier(
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
 
     access = CatalogAccess(config, catalog)
-    connect_url = str(config.get("connect", "url"))
-    connector = connector_name(str(config.get("source", "name")))
+    connect_url = config.connect.url
+    connector = connector_name(config.source.name)
 
     def source_health() -> str | None:
         return connector_problem(connect_url, connector)
 
-    cdc_avro = config.get("kafka", "format") == "avro"
+    cdc_avro = config.kafka.avro
     stream_avro = any(s.format == "avro" for s in config.streams)
     # one client (and one cache of schemas by id) for the CDC topics and the streams
-    url = str(config.get("kafka", "schema_registry_url"))
+    url = config.kafka.schema_registry_url
     registry = SchemaRegistry(url) if cdc_avro or stream_avro else None
     options = ApplierOptions(
-        schemas=config.get("kafka", "format") == "json",
-        soft_deletes=config.get("mirror", "deletes") == "soft",
-        fail_on_dead_letter=config.get("mirror", "dead_letter") == "fail",
+        schemas=config.kafka.with_schemas,
+        soft_deletes=config.mirror.deletes == "soft",
+        fail_on_dead_letter=config.mirror.dead_letter == "fail",
         internal_namespace=internal_namespace(config),
-        parallelism=int(config.get("mirror", "parallelism")),
-        maintain_every=int(config.get("maintain", "every_batches")),
+        parallelism=config.mirror.parallelism,
+        maintain_every=config.maintain.every_batches,
         maintain_settings=settings_of(config),
         registry=registry if cdc_avro else None,
         stream_registry=registry if stream_avro else None,
@@ -141,14 +139,14 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         query = start_query(
             spark,
             applier,
-            str(config.get("kafka", "bootstrap_servers")),
+            config.kafka.bootstrap_servers,
             sorted(t.topic for t in tables),
             resume_offsets(config, catalog, tables, files, streams),
             checkpoint,
-            str(config.get("mirror", "trigger")),
+            config.mirror.trigger,
             available_now,
-            int(config.get("mirror", "max_events_per_batch")),
-            int(config.get("mirror", "events_per_task")),
+            config.mirror.max_events_per_batch,
+            config.mirror.events_per_task,
             streams.patterns(),
         )
         with (
@@ -169,12 +167,12 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
 
 def serve_metrics(config: Config) -> tuple[MirrorMetrics | None, Any]:
     """The job's metrics and their HTTP server, when ``mirror.metrics_port`` is set."""
-    port = int(config.get("mirror", "metrics_port"))
+    port = config.mirror.metrics_port
     if not port:
         return None, None
     from cdcmirror.metrics import MirrorMetrics
 
-    host = str(config.get("mirror", "metrics_host"))
+    host = config.mirror.metrics_host
     metrics = MirrorMetrics()
     try:
         server = metrics.serve(host, port)
@@ -192,10 +190,10 @@ def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorW
     from cdcmirror.bootstrap.connector import connector_name
 
     return ConnectorWatch(
-        str(config.get("connect", "url")),
-        connector_name(str(config.get("source", "name"))),
-        float(config.get("mirror", "connector_check_seconds")),
-        bool(config.get("mirror", "restart_failed_tasks")),
+        config.connect.url,
+        connector_name(config.source.name),
+        float(config.mirror.connector_check_seconds),
+        config.mirror.restart_failed_tasks,
         source_check,
     )
 
@@ -204,7 +202,7 @@ def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorW
 def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
     """What the source loses before Kafka (MySQL/MariaDB binlog settings, the connector's
     place in the binlog history: ``binlog_health.py``), over one engine for the job."""
-    if config.get("source", "dialect") == "postgresql":
+    if config.source.dialect == "postgresql":
         yield None
         return
     from cdcmirror.binlog_health import binlog_health
@@ -218,8 +216,8 @@ def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
         yield None
         return
     try:
-        url = str(config.get("connect", "url"))
-        name = connector_name(str(config.get("source", "name")))
+        url = config.connect.url
+        name = connector_name(config.source.name)
         yield lambda: binlog_health(engine, url, name)
     finally:
         engine.dispose()
@@ -254,7 +252,7 @@ def resume_offsets(
         topics += streams.topics(config)
     if not recorded:
         return "earliest"
-    bootstrap = str(config.get("kafka", "bootstrap_servers"))
+    bootstrap = config.kafka.bootstrap_servers
     try:
         ends = committed_end_offsets(bootstrap, topics)
     except Exception as exc:

@@ -80,7 +80,7 @@ class Reconciler:
         from cdcmirror.mirror.checkpoint import behind, committed_offsets
         from cdcmirror.stack.health import committed_end_offsets
 
-        kafka = str(self.config.get("kafka", "bootstrap_servers"))
+        kafka = self.config.kafka.bootstrap_servers
         checkpoint = checkpoint_files(self.config)
         ends = committed_end_offsets(kafka, [t.topic for t in tables])
         while True:
@@ -209,7 +209,7 @@ def reconcile(
         return [], datetime.now(tz=UTC)
     engine = open_engine(config)
     try:
-        source = SourceReader(engine, str(config.get("source", "dialect")))
+        source = SourceReader(engine, config.source.dialect)
         shapes = table_shapes(discover(config), tables) if options.deep else {}
         progress("starting Spark")
         spark = build_spark_session(config, "cdcmirror-reconcile")
@@ -224,19 +224,17 @@ def reconcile(
                     run.deep(t)
         run.snapshots(catalog)
         binlog = None
-        if config.get("source", "dialect") != "postgresql":
+        if config.source.dialect != "postgresql":
             from cdcmirror.binlog_health import binlog_health
 
             binlog = binlog_health(
                 engine,
-                str(config.get("connect", "url")),
-                connector_name(str(config.get("source", "name"))),
+                config.connect.url,
+                connector_name(config.source.name),
             )
     finally:
         engine.dispose()
-    problem = connector_problem(
-        str(config.get("connect", "url")), connector_name(str(config.get("source", "name")))
-    )
+    problem = connector_problem(config.connect.url, connector_name(config.source.name))
     # the counts may agree now, but changes do not reach the mirror (any more); both, as a
     # failed task may be the sign of a reset binlog
     lost = "; ".join(p for p in (problem, binlog) if p)

@@ -61,7 +61,7 @@ def repair(
     from cdcmirror.source.discovery import discover
     from cdcmirror.source.signal import insert_signal
 
-    dialect = str(config.get("source", "dialect"))
+    dialect = config.source.dialect
     t = load_tables(config, load_catalog(config), [table])[0]
     source_catalog = discover(config)
     signal = _signal_table_read(config, source_catalog)
@@ -106,7 +106,7 @@ def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.discovery import signal_table_name
 
-    dialect = str(config.get("source", "dialect"))
+    dialect = config.source.dialect
     signal: str | None = source_catalog.signal_table
     if not signal:
         wanted = signal_table_name(config, source_catalog.database)
@@ -115,9 +115,9 @@ def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
             f"sql/{dialect}/signal_table.sql (or set source.signal_table), then run "
             "`cdcmirror bootstrap` so the connector reads it"
         )
-    name = connector_name(str(config.get("source", "name")))
+    name = connector_name(config.source.name)
     try:
-        running = ConnectClient(str(config.get("connect", "url"))).config(name)
+        running = ConnectClient(config.connect.url).config(name)
     except ConnectorError:
         raise ConfigError(
             f"connector {name} is not registered; run `cdcmirror bootstrap` first"

@@ -24,7 +24,7 @@ def reconcile_streams(
     streams = job_streams(config, load_catalog(config), only)
     if not streams.tables:
         return []
-    bootstrap = str(config.get("kafka", "bootstrap_servers"))
+    bootstrap = config.kafka.bootstrap_servers
     topics = {t.identifier: stream_topics(config, t.spec) for t in streams.tables}
     every = sorted({name for names in topics.values() for name in names})
     try:

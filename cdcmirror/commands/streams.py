@@ -68,7 +68,7 @@ def stream_topics(config: Config, spec: StreamSpec) -> list[str]:
 
     if spec.topic:
         return [spec.topic]
-    names = topics_named(str(config.get("kafka", "bootstrap_servers")), "", [])
+    names = topics_named(config.kafka.bootstrap_servers, "", [])
     return [t for t in names if spec.matches(t)]
 
 
@@ -76,7 +76,7 @@ def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColum
     if spec.format == "avro":
         from cdcmirror.mirror.registry import SchemaRegistry
 
-        url = str(config.get("kafka", "schema_registry_url"))
+        url = config.kafka.schema_registry_url
         text = SchemaRegistry(url, retries=()).latest(spec.schema)
         if text is None:
             raise ConfigError(
@@ -93,7 +93,7 @@ def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColum
         return columns_of_json_schema(path.read_text("utf-8"), spec.where), f"schema file {path}"
     from cdcmirror.stack.health import sample_values
 
-    bootstrap = str(config.get("kafka", "bootstrap_servers"))
+    bootstrap = config.kafka.bootstrap_servers
     values = sample_values(bootstrap, stream_topics(config, spec), SAMPLE)
     events = []
     for v in values:
@@ -121,7 +121,7 @@ def plan_streams(config: Config, catalog: Any) -> list[StreamPlan]:
     column whose type changed is drift (reported, not changed)."""
     from cdcmirror.catalog.streams import read_stream_table
 
-    namespace = str(config.get("iceberg", "namespace"))
+    namespace = config.iceberg.namespace
     plans = []
     for spec in config.streams:
         identifier = spec.identifier(namespace)
@@ -152,7 +152,7 @@ def apply_stream_plans(config: Config, catalog: Any, plans: list[StreamPlan]) ->
     from cdcmirror.catalog.streams import add_stream_columns, create_stream_table
     from cdcmirror.catalog.tables import ensure_namespace
 
-    version = int(config.get("iceberg", "format_version"))
+    version = config.iceberg.format_version
     for p in plans:
         if p.action == "create":
             ensure_namespace(catalog, p.identifier.rsplit(".", 1)[0])
@@ -167,7 +167,7 @@ def stream_tables(config: Config, catalog: Any) -> list[StreamTable]:
     from cdcmirror.catalog.streams import read_stream_table
     from cdcmirror.mirror.resume import recorded_held
 
-    namespace = str(config.get("iceberg", "namespace"))
+    namespace = config.iceberg.namespace
     out = []
     for spec in config.streams:
         identifier = spec.identifier(namespace)

@@ -24,27 +24,27 @@ def gather(config: Config) -> TeardownFacts:
     from cdcmirror.source.slots import cdcmirror_slots
     from cdcmirror.stack.health import topics_named
 
-    name = str(config.get("source", "name"))
+    name = config.source.name
     connector = connector_name(name)
-    registered = connector in ConnectClient(str(config.get("connect", "url"))).names()
+    registered = connector in ConnectClient(config.connect.url).names()
     engine = open_engine(config)
     try:
         slot = None
         signal = None
-        if config.get("source", "dialect") == "postgresql":
+        if config.source.dialect == "postgresql":
             wanted = slot_name(name)
             slot = next((s.name for s in cdcmirror_slots(engine) if s.name == wanted), None)
         signal = _existing_signal_table(engine, signal_table_name(config, engine.url.database))
     finally:
         engine.dispose()
     topics = topics_named(
-        str(config.get("kafka", "bootstrap_servers")),
+        config.kafka.bootstrap_servers,
         f"{name}.",
         [f"_cdcmirror_schema_history.{name}"],
     )
     checkpoint = checkpoint_files(config)
     catalog = load_catalog(config)
-    namespaces = [str(config.get("iceberg", "namespace")), internal_namespace(config)]
+    namespaces = [config.iceberg.namespace, internal_namespace(config)]
     existing = {".".join(n) for n in catalog.list_namespaces()}
     return TeardownFacts(
         connector=connector if registered else None,
@@ -84,7 +84,7 @@ def _run(config: Config, step: Step) -> None:
     if step.kind == "connector":
         from cdcmirror.connect_client import ConnectClient
 
-        client = ConnectClient(str(config.get("connect", "url")))
+        client = ConnectClient(config.connect.url)
         # Kafka Connect keeps a deleted connector's offsets, and a connector registered again
         # under the name would resume from them instead of taking a new snapshot
         client.stop(step.target)
@@ -95,7 +95,7 @@ def _run(config: Config, step: Step) -> None:
     elif step.kind == "topic":
         from cdcmirror.stack.health import delete_topics
 
-        delete_topics(str(config.get("kafka", "bootstrap_servers")), [step.target])
+        delete_topics(config.kafka.bootstrap_servers, [step.target])
     elif step.kind == "checkpoint":
         from cdcmirror.checkpoint_store import checkpoint_files
 

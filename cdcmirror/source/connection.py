@@ -34,8 +34,8 @@ def source_url(config: Config) -> Any:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    dialect = str(config.get("source", "dialect"))
-    raw = str(config.get("source", "url"))
+    dialect = config.source.dialect
+    raw = config.source.url
     try:
         url = make_url(raw)
     except ArgumentError as exc:
@@ -54,7 +54,7 @@ def source_url(config: Config) -> Any:
             f"source.url {mask_url_password(raw)!r} names no database; add /DATABASE at the end"
         )
     url = url.set(drivername=DRIVERS[dialect])
-    password = str(config.get("source", "password") or "")
+    password = str(config.source.password or "")
     if password:
         url = url.set(password=password)
     return url

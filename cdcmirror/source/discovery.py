@@ -51,10 +51,10 @@ def signal_table_name(config: Config, database: str) -> str:
     >>> signal_table_name(load_config(environ={}), "shop")
     'public.cdcmirror_signal'
     """
-    configured = str(config.get("source", "signal_table"))
+    configured = config.source.signal_table
     if configured:
         return configured
-    schema = "public" if config.get("source", "dialect") == "postgresql" else database
+    schema = "public" if config.source.dialect == "postgresql" else database
     return f"{schema}.{SIGNAL_TABLE}"
 
 
@@ -83,8 +83,8 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
     replica identity (``replica_identity.py``), or a MySQL/MariaDB binlog setting would lose
     changes (``binlog_settings.py``).
     """
-    dialect = str(config.get("source", "dialect"))
-    patterns = list(config.get("source", "include"))
+    dialect = config.source.dialect
+    patterns = list(config.source.include)
     problems = include.check_patterns(patterns)
     if problems:
         raise ConfigError("; ".join(problems))
@@ -104,7 +104,7 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
     for table in found.tables:
         if table.key:
             kept.append(table)
-        elif config.get("source", "keyless_tables") == "skip":
+        elif config.source.keyless_tables == "skip":
             logger.warning("%s has no primary key or usable unique index: skipped", table.qualified)
             skipped.append(table.qualified)
         else:

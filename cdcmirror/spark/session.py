@@ -51,7 +51,7 @@ def spark_jars(config: Config) -> list[str]:
 
     Jars pyspark already ships are left out so one class never comes from two jars.
     """
-    configured: list[str] = list(config.get("spark", "jars"))
+    configured: list[str] = list(config.spark.jars)
     if configured:
         return configured
     shipped = pyspark_jar_names()
@@ -83,7 +83,7 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     state = config.state_dir
     conf = {
         "spark.app.name": app_name,
-        "spark.master": str(config.get("spark", "master")),
+        "spark.master": config.spark.master,
         # under spark-submit its --jars count, and the cache need not exist on this host
         "spark.jars": "" if under_submit else ",".join(spark_jars(config)),
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
@@ -106,7 +106,7 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
     }
     conf.update(spark_catalog_conf(config))
-    user = {str(k): str(v) for k, v in dict(config.get("spark", "conf")).items()}
+    user = {str(k): str(v) for k, v in dict(config.spark.conf).items()}
     # the checkpoint on S3 (s3a://) reaches the store the catalog's s3.* properties name
     s3a = s3a_settings(pyiceberg_properties(config), user)
     conf.update({HADOOP_PREFIX + k: v for k, v in s3a.items()})

@@ -1,0 +1,125 @@
+"""The configuration's sections as typed, frozen values: ``config.kafka.format``, not a
+lookup by two strings. Their ``repr`` leaves out what may hold a secret (URLs, the catalog's
+and Spark's settings, the password). Built once from the validated table (``config.load_config``); the
+keys, defaults and choices are ``config_schema``'s (a unit test keeps the two in step).
+
+What a value means for the code that reads it lives beside the value (``Kafka.avro``), so
+no module interprets the raw words on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+
+@dataclass(frozen=True)
+class _Section:
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Self:
+        """The section from its validated values (lists become tuples: frozen all through)."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+@dataclass(frozen=True)
+class Source(_Section):
+    dialect: str  # "postgresql" | "mysql" (MySQL and MariaDB)
+    url: str = field(repr=False)  # may hold a password
+    include: tuple[str, ...]
+    name: str
+    password: str = field(repr=False)
+    keyless_tables: str  # "append" | "skip"
+    unknown_types: str  # "error" | "string"
+    tinyint1_as_boolean: bool
+    signal_table: str
+
+
+@dataclass(frozen=True)
+class Kafka(_Section):
+    bootstrap_servers: str
+    format: str  # "json" | "json-schemaless" | "avro"
+    schema_registry_url: str
+
+    @property
+    def avro(self) -> bool:
+        """Avro in the Confluent wire format: the events need the schema registry."""
+        return self.format == "avro"
+
+    @property
+    def with_schemas(self) -> bool:
+        """JSON whose every event carries its Connect schema (the default format)."""
+        return self.format == "json"
+
+
+@dataclass(frozen=True)
+class Connect(_Section):
+    url: str = field(repr=False)
+    secrets: str  # "file" | "env"
+
+
+@dataclass(frozen=True)
+class Bootstrap(_Section):
+    initial_load: str  # "auto" | "spark" | "debezium"
+    initial_load_min_rows: int
+    rows_per_partition: int
+
+
+@dataclass(frozen=True)
+class Iceberg(_Section):
+    namespace: str
+    catalog: Mapping[str, Any] = field(repr=False)  # credentials of the catalog and store
+    table_name: str
+    partition: str
+    format_version: int
+
+
+@dataclass(frozen=True)
+class Mirror(_Section):
+    trigger: str
+    checkpoint_location: str
+    deletes: str  # "hard" | "soft"
+    max_events_per_batch: int
+    events_per_task: int
+    dead_letter: str  # "table" | "fail"
+    parallelism: int
+    connector_check_seconds: int
+    restart_failed_tasks: bool
+    metrics_port: int
+    metrics_host: str
+
+
+@dataclass(frozen=True)
+class Reconcile(_Section):
+    settle_seconds: int
+    buckets: int
+    max_keys: int
+
+
+@dataclass(frozen=True)
+class Maintain(_Section):
+    every_batches: int
+    target_file_size_mb: int
+    min_input_files: int
+    snapshot_retention_hours: int
+    retain_last: int
+    orphan_age_hours: int
+
+
+@dataclass(frozen=True)
+class Spark(_Section):
+    master: str
+    jars: tuple[str, ...]
+    conf: Mapping[str, Any] = field(repr=False)  # may hold the store's keys
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "source": Source,
+    "kafka": Kafka,
+    "connect": Connect,
+    "bootstrap": Bootstrap,
+    "iceberg": Iceberg,
+    "mirror": Mirror,
+    "reconcile": Reconcile,
+    "maintain": Maintain,
+    "spark": Spark,
+}
