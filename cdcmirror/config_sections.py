@@ -1,7 +1,8 @@
 """The configuration's sections as typed, frozen values: ``config.kafka.format``, not a
-lookup by two strings. Their ``repr`` leaves out what may hold a secret (URLs, the catalog's
-and Spark's settings, the password). Built once from the validated table (``config.load_config``); the
+lookup by two strings. Built once from the validated table (``config.load_config``); the
 keys, defaults and choices are ``config_schema``'s (a unit test keeps the two in step).
+Their ``repr`` leaves out what may hold a secret (URLs, the catalog's and Spark's settings,
+the password).
 
 What a value means for the code that reads it lives beside the value (``Kafka.avro``), so
 no module interprets the raw words on its own."""
