@@ -125,7 +125,7 @@ def test_connector_config_for_discovered_tables(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     catalog = _catalog(ORDERS, published=frozenset({"public.Orders"}))
-    plan = plan_connector(config, catalog, tmp_path / "s.properties", source_url(config))
+    plan = plan_connector(config, catalog, tmp_path / "s.properties", source_url(config.source))
     assert plan.name == "cdcmirror-shop"
     assert plan.config["table.include.list"] == r"public\.Orders"
     assert plan.config["database.password"] == f"${{file:{tmp_path}/s.properties:password}}"
@@ -140,7 +140,7 @@ def test_connector_refuses_unpublished_tables(tmp_path: Path) -> None:
     config = load_config(environ={}, cwd=tmp_path)
     with pytest.raises(SourceError, match=r"ADD TABLES IN SCHEMA public"):
         catalog = _catalog(ORDERS, published=frozenset())
-        plan_connector(config, catalog, tmp_path / "s", source_url(config))
+        plan_connector(config, catalog, tmp_path / "s", source_url(config.source))
 
 
 def test_include_list_escapes_regex() -> None:

@@ -74,7 +74,7 @@ def slot_warnings(config: Any) -> list[str]:
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.slots import cdcmirror_slots, inactive_warning
 
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     try:
         return [w for s in cdcmirror_slots(engine) if (w := inactive_warning(s))]
     finally:

@@ -154,7 +154,7 @@ def check(ctx: click.Context) -> None:
         from cdcmirror.binlog_health import binlog_health
         from cdcmirror.source.connection import open_engine
 
-        engine = open_engine(config)
+        engine = open_engine(config.source)
         try:
             binlog = binlog_health(engine, connect, name)
         finally:

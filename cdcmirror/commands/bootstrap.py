@@ -121,7 +121,7 @@ def bootstrap(
 
     run = _Steps(on_step)
     run.step("discovering source tables")
-    catalog_src = run.timed("discover", lambda: discover(config, require_safe_source=True))
+    catalog_src = run.timed("discover", lambda: discover(config.source, require_safe_source=True))
     desired = _desired(config, catalog_src)
     run.step(f"{len(desired)} tables mapped")
     work: _ConnectorWork | None = None
@@ -204,7 +204,7 @@ def _plan_connector(
     Connect before anything is written."""
     secret_path = conn_mod.secret_file(config, config.source.name)
     client = ConnectClient(config.connect.url)
-    plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config))
+    plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config.source))
     load = _decide_load(config, client, plan, catalog_src, desired, initial_load)
     run.step(load.describe())
     if config.kafka.avro:
@@ -248,7 +248,7 @@ def _decide_load(
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.load_reads import estimated_rows
 
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     estimates = estimated_rows(
         engine, catalog_src.dialect, [t.qualified for t in catalog_src.tables]
     )
@@ -279,8 +279,8 @@ def _load_context(
 
     return LoadContext(
         config=config,
-        engine=load.engine or open_engine(config),
-        url=source_url(config),
+        engine=load.engine or open_engine(config.source),
+        url=source_url(config.source),
         iceberg=iceberg,
         dialect=dialect,
         estimates=load.estimates,

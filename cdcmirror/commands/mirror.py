@@ -210,7 +210,7 @@ def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
     from cdcmirror.source.connection import open_engine
 
     try:
-        engine = open_engine(config)
+        engine = open_engine(config.source)
     except CdcMirrorError as exc:  # the job needs Kafka, not the source: it goes on
         logger.warning("the source's binlog settings cannot be checked: %s", exc)
         yield None

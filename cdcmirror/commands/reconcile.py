@@ -207,10 +207,10 @@ def reconcile(
     tables = cdc_tables(config, catalog, options.tables, required=not config.streams)
     if not tables:
         return [], datetime.now(tz=UTC)
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     try:
         source = SourceReader(engine, config.source.dialect)
-        shapes = table_shapes(discover(config), tables) if options.deep else {}
+        shapes = table_shapes(discover(config.source), tables) if options.deep else {}
         progress("starting Spark")
         spark = build_spark_session(config, "cdcmirror-reconcile")
         run = Reconciler(config, tables, source, MirrorTables(spark), shapes, options, progress)

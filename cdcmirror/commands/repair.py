@@ -63,13 +63,13 @@ def repair(
 
     dialect = config.source.dialect
     t = load_tables(config, load_catalog(config), [table])[0]
-    source_catalog = discover(config)
+    source_catalog = discover(config.source)
     signal = _signal_table_read(config, source_catalog)
     shape = table_shapes(source_catalog, [t])[t.identifier]
     if not isinstance(shape, RowShape):
         raise ConfigError(f"{t.identifier}: {shape}")
     keys = _load_keys(keys_from, t.identifier) if keys_from else None
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     try:
         removed = kept = 0
         if keys is not None and keys.extra:
@@ -109,7 +109,7 @@ def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
     dialect = config.source.dialect
     signal: str | None = source_catalog.signal_table
     if not signal:
-        wanted = signal_table_name(config, source_catalog.database)
+        wanted = signal_table_name(config.source, source_catalog.database)
         raise ConfigError(
             f"the source has no Debezium signal table {wanted}; create it with "
             f"sql/{dialect}/signal_table.sql (or set source.signal_table), then run "

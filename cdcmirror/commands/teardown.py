@@ -27,14 +27,16 @@ def gather(config: Config) -> TeardownFacts:
     name = config.source.name
     connector = connector_name(name)
     registered = connector in ConnectClient(config.connect.url).names()
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     try:
         slot = None
         signal = None
         if config.source.dialect == "postgresql":
             wanted = slot_name(name)
             slot = next((s.name for s in cdcmirror_slots(engine) if s.name == wanted), None)
-        signal = _existing_signal_table(engine, signal_table_name(config, engine.url.database))
+        signal = _existing_signal_table(
+            engine, signal_table_name(config.source, engine.url.database)
+        )
     finally:
         engine.dispose()
     topics = topics_named(
@@ -114,7 +116,7 @@ def _run_source(config: Config, step: Step) -> None:
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.slots import drop_slot
 
-    engine = open_engine(config)
+    engine = open_engine(config.source)
     try:
         if step.kind == "slot":
             drop_slot(engine, step.target)

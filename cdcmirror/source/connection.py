@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cdcmirror.config import Config
+from cdcmirror.config_sections import Source
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError, SourceError
 from cdcmirror.redaction import mask_url_password
 
@@ -29,13 +29,13 @@ _UNREACHABLE = (
 _AUTH = ("password authentication failed", "access denied", "authentication failed")
 
 
-def source_url(config: Config) -> Any:
+def source_url(source: Source) -> Any:
     """The SQLAlchemy URL of the source with cdcmirror's driver and the configured password."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    dialect = config.source.dialect
-    raw = config.source.url
+    dialect = source.dialect
+    raw = source.url
     try:
         url = make_url(raw)
     except ArgumentError as exc:
@@ -54,7 +54,7 @@ def source_url(config: Config) -> Any:
             f"source.url {mask_url_password(raw)!r} names no database; add /DATABASE at the end"
         )
     url = url.set(drivername=DRIVERS[dialect])
-    password = str(config.source.password or "")
+    password = str(source.password or "")
     if password:
         url = url.set(password=password)
     return url
@@ -64,12 +64,12 @@ def _scrub(message: str, secret: str | None) -> str:
     return message.replace(secret, "***") if secret else message
 
 
-def open_engine(config: Config) -> Any:
+def open_engine(source: Source) -> Any:
     """An engine whose first connection succeeded; a refused connection is a clear error."""
     from sqlalchemy import create_engine
     from sqlalchemy.exc import DBAPIError
 
-    url = source_url(config)
+    url = source_url(source)
     where = f"{url.host or 'localhost'}:{url.port or ''}".rstrip(":")
     # both psycopg and pymysql take connect_timeout, in seconds
     engine = create_engine(url, connect_args={"connect_timeout": 10})

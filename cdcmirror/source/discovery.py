@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from cdcmirror.config import Config
+from cdcmirror.config_sections import Source
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.source import include
 from cdcmirror.source.connection import open_engine
@@ -42,19 +42,19 @@ def _server_facts(conn: Any, dialect: str) -> tuple[str, str, str, str]:
 SIGNAL_TABLE = "cdcmirror_signal"
 
 
-def signal_table_name(config: Config, database: str) -> str:
+def signal_table_name(source: Source, database: str) -> str:
     """Debezium's signal table (``schema.table``; MySQL ``database.table``): the
     ``source.signal_table`` setting, else ``cdcmirror_signal`` in ``public`` (PostgreSQL) or
     in the URL's database (MySQL/MariaDB). It is never mirrored itself.
 
     >>> from cdcmirror.config import load_config
-    >>> signal_table_name(load_config(environ={}), "shop")
+    >>> signal_table_name(load_config(environ={}).source, "shop")
     'public.cdcmirror_signal'
     """
-    configured = config.source.signal_table
+    configured = source.signal_table
     if configured:
         return configured
-    schema = "public" if config.source.dialect == "postgresql" else database
+    schema = "public" if source.dialect == "postgresql" else database
     return f"{schema}.{SIGNAL_TABLE}"
 
 
@@ -74,7 +74,7 @@ class _Found:
     unsafe: str | None = None
 
 
-def discover(config: Config, *, require_safe_source: bool = False) -> SourceCatalog:
+def discover(source: Source, *, require_safe_source: bool = False) -> SourceCatalog:
     """Every table ``source.include`` selects, with columns, types and keys.
 
     Fails (exit 2) when a pattern names a schema or table that does not exist, when no table
@@ -83,14 +83,14 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
     replica identity (``replica_identity.py``), or a MySQL/MariaDB binlog setting would lose
     changes (``binlog_settings.py``).
     """
-    dialect = config.source.dialect
-    patterns = list(config.source.include)
+    dialect = source.dialect
+    patterns = list(source.include)
     problems = include.check_patterns(patterns)
     if problems:
         raise ConfigError("; ".join(problems))
 
-    engine = open_engine(config)
-    signal = signal_table_name(config, engine.url.database or "")
+    engine = open_engine(source)
+    signal = signal_table_name(source, engine.url.database or "")
     try:
         with engine.connect() as conn:
             found = _look(conn, dialect, signal, patterns, require_safe_source)
@@ -104,7 +104,7 @@ def discover(config: Config, *, require_safe_source: bool = False) -> SourceCata
     for table in found.tables:
         if table.key:
             kept.append(table)
-        elif config.source.keyless_tables == "skip":
+        elif source.keyless_tables == "skip":
             logger.warning("%s has no primary key or usable unique index: skipped", table.qualified)
             skipped.append(table.qualified)
         else:
