@@ -23,7 +23,7 @@ from integration_tests.mirror_env import continuous_mirror
 from integration_tests.mirror_fixture import Mirrored
 from integration_tests.test_mirror_postgresql import mirrored
 
-COMMITS = 100
+COMMITS = 40  # small MERGEs of 45 rows before maintain: about 1 s each here
 
 
 def maintain(config: Any, *args: str) -> list[dict[str, Any]]:
@@ -78,7 +78,7 @@ def test_maintain_while_the_mirror_commits_loses_nothing(pg: Mirrored) -> None:
             job.assert_alive()
             assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
             time.sleep(2)
-        writer = threading.Thread(target=pg.workload.run, args=(4000,))
+        writer = threading.Thread(target=pg.workload.run, args=(2000,))
         writer.start()
         try:
             while writer.is_alive() or len(runs) < 2:
