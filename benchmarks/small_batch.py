@@ -4,7 +4,9 @@ One PostgreSQL table of 10,000 rows, bootstrapped, and the continuous `cdcmirror
 job in its own process (trigger 1 s); then R rounds, each: update B rows in one
 transaction, wait until the job has applied it. Prints each batch's seconds, the seconds of
 its phases and its Spark jobs (from the job's log), and their medians over the warm
-batches (the first three are left out: the JVM is still compiling its hot code). Needs
+batches (the first three are left out: the JVM is still compiling its hot code). Then the
+bound, in the same run: a plain Spark MERGE of B rows (UPDATE when matched, INSERT when
+not) into a copy of the mirrored table, R times, on a session of the same catalog. Needs
 the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
 ``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job.
@@ -69,10 +71,40 @@ def main(rounds: int, size: int) -> None:
             batches = _rounds(job, schema, rounds, size)
         finally:
             job.stop()
+        plain = _plain_merges(config, f"{schema}_mirror.items", rounds, size)
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
     # the first batches run while the JVM compiles its hot code: left out when there are many
-    _report(batches[3:] if len(batches) > 5 else batches[1:] or batches, size)
+    warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
+    _report(warm, size, statistics.median(plain[3:] if len(plain) > 5 else plain))
+
+
+def _plain_merges(config_path: Path, identifier: str, rounds: int, size: int) -> list[float]:
+    """Seconds of each plain MERGE of ``size`` rows into a copy of the mirrored table."""
+    from cdcmirror.config import load_config
+    from cdcmirror.spark.session import build_spark_session
+
+    spark = build_spark_session(load_config(config_path, environ={}), "small-batch-plain")
+    try:
+        copy = identifier + "_plain"
+        spark.sql(f"CREATE TABLE {copy} USING iceberg AS SELECT * FROM {identifier}")
+        seconds = []
+        for r in range(rounds):
+            start = 1 + (r * size) % (ROWS - size)
+            spark.range(start, start + size).selectExpr(
+                "id", f"CAST({r + 100} AS INT) AS a"
+            ).createOrReplaceTempView("_plain_changes")
+            began = time.monotonic()
+            spark.sql(
+                f"MERGE INTO {copy} t USING _plain_changes s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET a = s.a "
+                "WHEN NOT MATCHED THEN INSERT (id, a) VALUES (s.id, s.a)"
+            )
+            seconds.append(time.monotonic() - began)
+            print(f"plain MERGE {r}: {seconds[-1]:.2f}s", flush=True)
+        return seconds
+    finally:
+        spark.stop()
 
 
 def _rounds(job: MirrorJob, schema: str, rounds: int, size: int) -> list[dict[str, Any]]:
@@ -118,7 +150,7 @@ def _batch_lines(log: str) -> list[dict[str, Any]]:
     return [{**s, "batch_seconds": seconds[s["batch"]]} for s in stats if s["batch"] in seconds]
 
 
-def _report(batches: list[dict[str, Any]], size: int) -> None:
+def _report(batches: list[dict[str, Any]], size: int, plain: float) -> None:
     def median(f: Any) -> float:
         return float(statistics.median(f(b) for b in batches))
 
@@ -132,6 +164,10 @@ def _report(batches: list[dict[str, Any]], size: int) -> None:
     print(
         f"a batch of {size} updates into {ROWS:,} rows, median of {len(batches)} warm "
         f"batches: {total:.2f}s (the table's work {table:.2f}s: {parts}); {jobs:.0f} Spark jobs"
+    )
+    print(
+        f"the bound, a plain Spark MERGE of {size} rows into a copy of the table, median: "
+        f"{plain:.2f}s; the batch costs {total / plain:.1f}x that (ratio {plain / total:.2f})"
     )
 
 
