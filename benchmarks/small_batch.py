@@ -6,7 +6,8 @@ transaction, wait until the job has applied it. Prints each batch's seconds, the
 its phases and its Spark jobs (from the job's log), and their medians over the warm
 batches (the first three are left out: the JVM is still compiling its hot code). Then the
 bound, in the same run: a plain Spark MERGE of B rows (UPDATE when matched, INSERT when
-not) into a copy of the mirrored table, R times, on a session of the same catalog. Needs
+not) into a copy of the mirrored table, 2R times on a session of the same catalog, the
+median of the second R (a fresh JVM is still warming up over the first ten). Needs
 the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
 ``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job.
@@ -71,12 +72,13 @@ def main(rounds: int, size: int) -> None:
             batches = _rounds(job, schema, rounds, size)
         finally:
             job.stop()
-        plain = _plain_merges(config, f"{schema}_mirror.items", rounds, size)
+        # twice as many rounds, the second half counted: a fresh JVM warms up over ~10
+        plain = _plain_merges(config, f"{schema}_mirror.items", 2 * rounds, size)[rounds:]
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
     # the first batches run while the JVM compiles its hot code: left out when there are many
     warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
-    _report(warm, size, statistics.median(plain[3:] if len(plain) > 5 else plain))
+    _report(warm, size, statistics.median(plain))
 
 
 def _plain_merges(config_path: Path, identifier: str, rounds: int, size: int) -> list[float]:
