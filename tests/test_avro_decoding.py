@@ -18,6 +18,7 @@ import pytest
 from fastavro import parse_schema, schemaless_writer
 
 from cdcmirror.bootstrap.connector import converter_settings
+from cdcmirror.config_sections import Kafka
 from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.mirror.avro import (
     AvroDecodeError,
@@ -186,11 +187,15 @@ def test_registry_unreachable_names_the_url() -> None:
         registry.schemas([1])
 
 
+def _avro(registry: str) -> Kafka:
+    return Kafka(bootstrap_servers="k:9092", format="avro", schema_registry_url=registry)
+
+
 def test_avro_connector_settings_write_the_confluent_wire_format() -> None:
-    s = converter_settings("avro", "http://127.0.0.1:8081/apis/ccompat/v7/")
+    s = converter_settings(_avro("http://127.0.0.1:8081/apis/ccompat/v7/"))
     for side in ("key", "value"):
         assert s[f"{side}.converter"] == "io.apicurio.registry.utils.converter.AvroConverter"
         assert s[f"{side}.converter.apicurio.registry.as-confluent"] == "true"
         assert s[f"{side}.converter.apicurio.registry.headers.enabled"] == "false"
-    confluent = converter_settings("avro", "https://sr.example:8081")
+    confluent = converter_settings(_avro("https://sr.example:8081"))
     assert confluent["value.converter"] == "io.confluent.connect.avro.AvroConverter"

@@ -9,6 +9,7 @@ import pytest
 
 from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.bootstrap.plan import carrier_with_scale
+from cdcmirror.config_sections import Kafka
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.carriers import (
     CarrierError,
@@ -157,8 +158,11 @@ def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
 
 
 def test_schemaless_format_turns_converter_schemas_off() -> None:
-    assert converter_settings("json") == {}
-    assert converter_settings("json-schemaless")["key.converter.schemas.enable"] == "false"
+    def kafka(fmt: str) -> Kafka:
+        return Kafka(bootstrap_servers="k:9092", format=fmt, schema_registry_url="")
+
+    assert converter_settings(kafka("json")) == {}
+    assert converter_settings(kafka("json-schemaless"))["key.converter.schemas.enable"] == "false"
 
 
 def test_postgresql_position_orders_by_last_commit_then_lsn() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.config import Config
+from cdcmirror.config_sections import Kafka
 from cdcmirror.connectors import password_reference, render_connector
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.source.postgresql import PUBLICATION
@@ -80,8 +81,9 @@ class ConnectorPlan:
 APICURIO_CCOMPAT = "/apis/ccompat/v7"
 
 
-def converter_settings(kafka_format: str, registry_url: str = "") -> dict[str, str]:
-    """Converter overrides for ``kafka.format`` (the templates carry JSON with schemas).
+def converter_settings(kafka: Kafka) -> dict[str, str]:
+    """Converter overrides for the ``[kafka]`` format (the templates carry JSON with
+    schemas).
 
     Avro is written in the Confluent wire format (magic byte, 4-byte schema id, Avro body).
     When ``kafka.schema_registry_url`` is an Apicurio Registry's Confluent-compatible API
@@ -89,19 +91,21 @@ def converter_settings(kafka_format: str, registry_url: str = "") -> dict[str, s
     registering schemas through Apicurio's own API under ids the compatible API serves;
     otherwise Confluent's converter (which the Connect worker must have) is used.
 
-    >>> converter_settings("json-schemaless")["value.converter.schemas.enable"]
+    >>> def kafka(fmt: str, registry: str = "") -> Kafka:
+    ...     return Kafka(bootstrap_servers="k:9092", format=fmt, schema_registry_url=registry)
+    >>> converter_settings(kafka("json-schemaless"))["value.converter.schemas.enable"]
     'false'
-    >>> s = converter_settings("avro", "http://r:8081/apis/ccompat/v7")
+    >>> s = converter_settings(kafka("avro", "http://r:8081/apis/ccompat/v7"))
     >>> s["value.converter.apicurio.registry.url"], s["value.converter.apicurio.registry.use-id"]
     ('http://r:8081/apis/registry/v2', 'contentId')
-    >>> converter_settings("avro", "http://sr:8081")["key.converter.schema.registry.url"]
+    >>> converter_settings(kafka("avro", "http://sr:8081"))["key.converter.schema.registry.url"]
     'http://sr:8081'
     """
-    if kafka_format == "json-schemaless":
-        return {"key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
-    if kafka_format != "avro":
+    if kafka.with_schemas:
         return {}
-    base = registry_url.rstrip("/")
+    if not kafka.avro:  # schemaless JSON
+        return {"key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
+    base = kafka.schema_registry_url.rstrip("/")
     out: dict[str, str] = {"schema.name.adjustment.mode": "avro"}
     for side in ("key", "value"):
         if base.endswith(APICURIO_CCOMPAT):
@@ -162,7 +166,7 @@ def plan_connector(
     rendered = render_connector(template_name(catalog), params)
     if config.source.unknown_types == "string":
         rendered["include.unknown.datatypes"] = "true"
-    rendered.update(converter_settings(config.kafka.format, config.kafka.schema_registry_url))
+    rendered.update(converter_settings(config.kafka))
     if config.kafka.avro:  # the JSON converter's setting, not Avro's
         for side in ("key", "value"):
             rendered.pop(f"{side}.converter.schemas.enable", None)
