@@ -180,8 +180,10 @@ class Applier:
                 results = [f.result() for f in futures]
             dead = [d for _, d in results if d is not None]
             stats = [s for s, _ in results]
+            applied = time.monotonic()
             if dead:
                 self._dead_letter(dead, batch_id)
+            dead_seconds = time.monotonic() - applied
             for s in stats:
                 log = logger.error if s.stopped else logger.info
                 log("mirror batch %s", s.line(batch_id))
@@ -193,10 +195,13 @@ class Applier:
                 self._maintain()
             seconds = time.monotonic() - started
             logger.info(
-                "batch %d done in %.2fs (read and summary %.2fs, then decode, apply, dead letters)",
+                "batch %d done in %.2fs (read and summary %.2fs, tables %.2fs, dead letters "
+                "%.2fs)",
                 batch_id,
                 seconds,
                 read_seconds,
+                applied - started - read_seconds,
+                dead_seconds,
             )
             if self.options.on_batch is not None:
                 self.options.on_batch(stats, seconds)
