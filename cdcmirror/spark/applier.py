@@ -178,37 +178,42 @@ class Applier:
                     for st, parts in streams_in(self.streams, summary)
                 ]
                 results = [f.result() for f in futures]
-            dead = [d for _, d in results if d is not None]
-            stats = [s for s, _ in results]
-            applied = time.monotonic()
-            if dead:
-                self._dead_letter(dead, batch_id)
-            dead_seconds = time.monotonic() - applied
-            for s in stats:
-                log = logger.error if s.stopped else logger.info
-                log("mirror batch %s", s.line(batch_id))
-            problem = self.options.source_health() if self.options.source_health else None
-            if problem:
-                logger.error("mirror batch %d: %s", batch_id, problem)
-            every = self.options.maintain_every
-            if every and batch_id > 0 and batch_id % every == 0:
-                self._maintain()
-            seconds = time.monotonic() - started
-            logger.info(
-                "batch %d done in %.2fs (read and summary %.2fs, tables %.2fs, dead letters "
-                "%.2fs)",
-                batch_id,
-                seconds,
-                read_seconds,
-                applied - started - read_seconds,
-                dead_seconds,
-            )
-            if self.options.on_batch is not None:
-                self.options.on_batch(stats, seconds)
+            self._finish(batch_id, results, started, read_seconds)
         finally:
             df.unpersist()
             if raw is not None:
                 raw.unpersist()
+
+    def _finish(
+        self, batch_id: int, results: list[tuple[TableStats, Any]], started: float, read: float
+    ) -> None:
+        """After the tables: the dead letters, the batch's log lines, maintenance."""
+        dead = [d for _, d in results if d is not None]
+        stats = [s for s, _ in results]
+        applied = time.monotonic()
+        if dead:
+            self._dead_letter(dead, batch_id)
+        dead_seconds = time.monotonic() - applied
+        for s in stats:
+            log = logger.error if s.stopped else logger.info
+            log("mirror batch %s", s.line(batch_id))
+        problem = self.options.source_health() if self.options.source_health else None
+        if problem:
+            logger.error("mirror batch %d: %s", batch_id, problem)
+        every = self.options.maintain_every
+        if every and batch_id > 0 and batch_id % every == 0:
+            self._maintain()
+        seconds = time.monotonic() - started
+        logger.info(
+            "batch %d done in %.2fs (read and summary %.2fs, tables %.2fs, dead letters %.2fs)",
+            batch_id,
+            seconds,
+            read,
+            applied - started - read,
+            dead_seconds,
+        )
+        if self.options.on_batch is not None:
+            self.options.on_batch(stats, seconds)
 
     def _from_avro(self, df: Any) -> Any:
         """Adds ``_json`` (the Avro value as the JSON converter's text), ``_decode_error`` and
