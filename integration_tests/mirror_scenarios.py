@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import Producer
 
 from cdcmirror.connect_client import ConnectClient
@@ -20,6 +21,19 @@ from integration_tests.mirror_env import continuous_mirror, mirror_rows, run_mir
 from integration_tests.mirror_fixture import Mirrored
 
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
+
+
+# The random workload with key-change chains, mirrored in one batch and in batches of 400
+# events (both dialects): (max events per batch, 0 for one batch; operations).
+WORKLOAD_BATCHES = pytest.mark.parametrize(
+    ("batch", "operations"),
+    [
+        (0, 5000),
+        (400, 2500),  # CI: about ten batches (the full size is the case below)
+        pytest.param(400, 5000, marks=pytest.mark.full),
+    ],
+    ids=["one-batch", "small-batches", "small-batches-full"],
+)
 
 
 def settle(m: Mirrored | None = None) -> None:

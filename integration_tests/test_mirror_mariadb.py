@@ -214,15 +214,7 @@ def test_random_workload_snapshot_and_stream(maria: Mirrored) -> None:
     assert sc.workload_then_same(maria, 4000) > 100
 
 
-@pytest.mark.parametrize(
-    ("batch", "operations"),
-    [
-        (0, 5000),
-        (400, 2500),  # CI: about ten batches (the full size is the case below)
-        pytest.param(400, 5000, marks=pytest.mark.full),
-    ],
-    ids=["one-batch", "small-batches", "small-batches-full"],
-)
+@sc.WORKLOAD_BATCHES
 def test_random_workload_with_key_change_chains_and_big_values(
     stack: Stack, mariadb: None, spark_world: SparkWorld, batch: int, operations: int
 ) -> None:

@@ -198,15 +198,7 @@ def test_mirror_as_a_spark_submit_application(pg: Mirrored) -> None:
     submitted_mirror_is_the_same(pg)
 
 
-@pytest.mark.parametrize(
-    ("batch", "operations"),
-    [
-        (0, 5000),
-        (400, 2500),  # CI: about ten batches (the full size is the case below)
-        pytest.param(400, 5000, marks=pytest.mark.full),
-    ],
-    ids=["one-batch", "small-batches", "small-batches-full"],
-)
+@sc.WORKLOAD_BATCHES
 def test_random_workload_with_key_change_chains_and_out_of_line_toast(
     stack: Stack, postgres: None, spark_world: SparkWorld, batch: int, operations: int
 ) -> None:
