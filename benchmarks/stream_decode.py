@@ -1,0 +1,116 @@
+"""Benchmark: the decode step of a plain event stream (``spark/stream_apply.py``) beside a
+plain ``from_json`` of the same rows, on one local Spark, without Kafka.
+
+N small JSON events (as ``stream_append.py`` produces them) are built as Kafka-shaped rows
+(topic, partition, offset, timestamp, value) and cached. Then, each timed over three rounds
+(the first pays the JVM's warm-up; the figures are the median of rounds 2 and 3):
+
+- plain: ``from_json`` of the value with the stream's columns, cached, counted;
+- cdcmirror, a stream with a schema: the stream's decode (UTF-8 and object checks, the
+  per-field fit check, the exactly-once filter), cached, and its counts (good, bad, held,
+  newest/median/oldest Kafka time);
+- cdcmirror, an inferred stream: the same with the check for fields the table lacks.
+
+    .venv/bin/python benchmarks/stream_decode.py [N]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.config import load_config
+from cdcmirror.spark.batch_stats import TableStats
+from cdcmirror.spark.session import build_spark_session
+from cdcmirror.spark.stream_apply import StreamBatch, StreamTable
+from cdcmirror.sql_text import sql_string
+from cdcmirror.streams.spec import StreamSpec
+
+COLUMNS = (
+    IcebergColumn("user", "long"),
+    IcebergColumn("page", "string"),
+    IcebergColumn("ms", "double"),
+    IcebergColumn("ts", "string"),
+    IcebergColumn("n", "long"),
+)
+SCHEMA = "user BIGINT, page STRING, ms DOUBLE, ts STRING, n BIGINT"
+
+
+def kafka_rows(spark: Any, n: int) -> Any:
+    """N events as the Kafka source gives them, cached (as the applier caches its batch)."""
+    value = (
+        "to_json(named_struct('user', id * 7919 % 100000, 'page', "
+        "concat('/product/', CAST(id % 5000 AS STRING)), 'ms', (id % 100000) / 100.0, "
+        "'ts', '2026-11-26T10:00:00Z', 'n', id))"
+    )
+    rows = spark.range(n).selectExpr(
+        "'bench.events' AS topic",
+        "CAST(id % 2 AS INT) AS partition",
+        "id DIV 2 AS offset",
+        "timestamp_micros(1795000000000000 + id) AS timestamp",
+        "CAST(id % 64 AS STRING) AS key",
+        f"CAST({value} AS BINARY) AS value",
+        "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers",
+    )
+    rows = rows.repartition(2).persist()
+    rows.count()
+    return rows
+
+
+def plain(rows: Any) -> float:
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    decoded = rows.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("e"))
+    decoded = decoded.select("e.*").persist()
+    decoded.count()
+    seconds = time.monotonic() - started
+    decoded.unpersist()
+    return seconds
+
+
+def cdcmirror(spark: Any, rows: Any, schema: str) -> float:
+    spec = StreamSpec(0, "events", "json", schema, topic="bench.events")
+    table = StreamTable(spec, "bench.events", COLUMNS)
+    batch = StreamBatch(spark, table, lambda t, _: t)
+    stats = TableStats(table.identifier, events=0)
+    started = time.monotonic()
+    events = rows.where(f"topic = {sql_string('bench.events')}")
+    decoded, counts = batch._decoded(events, table, "CAST(value AS STRING)", "", stats)
+    seconds = time.monotonic() - started
+    decoded.unpersist()
+    assert counts.good == rows.count() and not counts.bad and not counts.unknown, counts
+    return seconds
+
+
+def main(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = load_config(environ={}, cwd=Path(tmp))
+        spark = build_spark_session(config, "bench-stream-decode")
+        rows = kafka_rows(spark, n)
+        runs: dict[str, list[float]] = {"plain": [], "schema": [], "infer": []}
+        for r in (1, 2, 3):
+            runs["plain"].append(plain(rows))
+            runs["schema"].append(cdcmirror(spark, rows, "events.json"))
+            runs["infer"].append(cdcmirror(spark, rows, "infer"))
+            print(", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items()), f"(round {r})")
+        med = {k: statistics.median(v[1:]) for k, v in runs.items()}
+        print(f"\n{n:,} JSON events, rounds 2-3, median seconds")
+        print("| decode | seconds | plain / this |")
+        print("| --- | --- | --- |")
+        for k, label in (
+            ("plain", "plain `from_json`, cached"),
+            ("schema", "cdcmirror, a stream with a schema"),
+            ("infer", "cdcmirror, an inferred stream"),
+        ):
+            print(f"| {label} | {med[k]:.2f} | {med['plain'] / med[k]:.2f}x |")
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
