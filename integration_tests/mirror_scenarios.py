@@ -37,11 +37,13 @@ WORKLOAD_BATCHES = pytest.mark.parametrize(
 
 
 def settle(m: Mirrored | None = None) -> None:
-    """Until Debezium has published what the source committed: for a PostgreSQL ``m`` a
-    marker it must publish after those changes (``services.wait_published``), otherwise a
-    fixed wait."""
+    """Until Debezium has published what the source committed: for ``m`` a marker it must
+    publish after those changes (``services.wait_published``; a MariaDB source needs the
+    signal table, ``services.maria_signal_table``), otherwise a fixed wait."""
     if m is not None and m.source.dialect == "postgresql":
         services.wait_published(m.name)
+    elif m is not None and services.maria_has_signal_table(db := m.source.table.split(".")[0]):
+        services.wait_published_maria(m.name, db)
     else:
         time.sleep(CONNECTOR_SETTLE)
 

@@ -232,6 +232,37 @@ def wait_published(prefix: str, timeout: float = 120.0) -> None:
     marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
     with pg_connect() as conn:
         conn.execute("SELECT pg_logical_emit_message(true, %s, 'settle')", (marker,))
+    _wait_marker(prefix, f"{prefix}.message", marker, timeout)
+
+
+def maria_has_signal_table(database: str) -> bool:
+    """Whether the MariaDB database has Debezium's signal table (``maria_signal_table``)."""
+    with maria_connect(database) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = %s AND table_name = 'cdcmirror_signal'",
+            (database,),
+        )
+        row = cur.fetchone()
+        return bool(row and row[0])
+
+
+def wait_published_maria(prefix: str, database: str, timeout: float = 120.0) -> None:
+    """MariaDB: as ``wait_published``, with a row written now to the database's signal table
+    (Debezium captures it: the connector lists it; a ``log`` signal, which only logs). The
+    binlog holds it after every change committed so far, and the connector publishes it to
+    ``<prefix>.<database>.cdcmirror_signal`` after them."""
+    marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
+    with maria_connect(database) as conn, conn.cursor() as cur:
+        cur.execute(
+            "INSERT INTO cdcmirror_signal (id, type, data) "
+            "VALUES (%s, 'log', '{\"message\": \"cdcmirror test settle\"}')",
+            (marker,),
+        )
+    _wait_marker(prefix, f"{prefix}.{database}.cdcmirror_signal", marker, timeout)
+
+
+def _wait_marker(prefix: str, topic: str, marker: str, timeout: float) -> None:
     consumer = Consumer(
         {
             "bootstrap.servers": KAFKA,
@@ -242,7 +273,7 @@ def wait_published(prefix: str, timeout: float = 120.0) -> None:
             "topic.metadata.refresh.interval.ms": 500,  # the topic may appear only now
         }
     )
-    consumer.subscribe([f"{prefix}.message"])
+    consumer.subscribe([topic])
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -252,7 +283,7 @@ def wait_published(prefix: str, timeout: float = 120.0) -> None:
     finally:
         consumer.close()
     raise AssertionError(
-        f"connector {prefix}: the marker {marker} did not reach {prefix}.message in "
+        f"connector {prefix}: the marker {marker} did not reach {topic} in "
         f"{timeout:.0f} s (is the connector running?)"
     )
 

@@ -34,7 +34,7 @@ SEED = 1121
 def maria_mirrored(
     world: SparkWorld,
     snapshot_ops: int,
-    signal: bool = False,
+    signal: bool = True,  # Debezium's signal table: also what sc.settle waits on
     kafka_format: str = "json",
     chains: bool = False,
     mirror_settings: dict[str, object] | None = None,
@@ -151,17 +151,18 @@ def test_tinyint1_key_keeps_every_key_and_a_non_boolean_value_is_dead_lettered(
         services.maria_database(cur, database)
         cur.execute(f"CREATE TABLE {database}.flags (k tinyint(1) PRIMARY KEY, f tinyint(1))")
         cur.execute(f"INSERT INTO {database}.flags VALUES (0, 0), (1, 1), (2, 1), (3, 0)")
+        services.maria_signal_table(cur, database)  # what settling waits on
     config = make_config(spark_world.config.base_dir, database, "mysql", f"{database}.*", database)
     try:
         bootstrap(config)
-        sc.settle()
+        services.wait_published_maria(database, database)
         mirror_once(config)
         table = f"{database}_mirror.flags"
         rows = spark_world.spark.sql(f"SELECT k, f FROM {table} ORDER BY k").collect()
         assert [tuple(r) for r in rows] == [(0, False), (1, True), (2, True), (3, False)]
         with admin.cursor() as cur:
             cur.execute(f"INSERT INTO {database}.flags VALUES (4, 7)")
-        sc.settle()
+        services.wait_published_maria(database, database)
         mirror_once(config)
         assert spark_world.spark.sql(f"SELECT * FROM {table} WHERE k = 4").count() == 0
         dead = spark_world.spark.sql(
@@ -240,7 +241,7 @@ def add_column_mid_stream(maria: Mirrored) -> None:
         cur.execute(f"UPDATE {maria.source.table} SET extra = id * 1000000007 WHERE id % 2 = 0")
     conn.close()
     maria.workload.run(200)
-    sc.settle()
+    sc.settle(maria)
     maria.mirror()
     maria.extra_columns.append("extra")
     maria.assert_same()
@@ -270,7 +271,7 @@ def replay_from_older_offsets(maria: Mirrored) -> None:
     name = f"cdcmirror-{maria.name}"
     older = client.offsets(name)  # where the connector is now ...
     maria.workload.run(300)  # ... then more changes, mirrored
-    sc.settle()
+    sc.settle(maria)
     maria.mirror()
     maria.assert_same()
     before = maria.snapshot_ids()
