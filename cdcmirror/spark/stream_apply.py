@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -127,9 +128,13 @@ class StreamBatch:
     ) -> tuple[StreamTable, Any]:
         """Write the batch's events of this stream (``raw``: the batch's Kafka rows;
         ``parts``: per topic of the stream, its first and last offsets per partition);
-        returns the table (evolved, what it holds) and the dead letters (or None). Events
-        the table holds already (a batch that runs again) are not written again; their dead
-        letters are (a MERGE: once)."""
+        returns the table (evolved, what it holds) and the dead letters (or None).
+
+        A batch with events after what the table holds is written in one pass: the parse
+        feeds the write, whose own job counts the events (an observation); they are decoded
+        again only for their dead letters, in a batch that has some. A batch whose events
+        the table holds already (one that runs again) writes nothing; its dead letters are
+        made again (a MERGE: once)."""
         table = self.table
         events = raw.where(table.matches_sql()).where("value IS NOT NULL")
         records = events
@@ -139,53 +144,81 @@ class StreamBatch:
             events, schemas = self._from_avro(events)
             text, error = "_json", "_decode_error"
             table = self._with_avro_fields(table, schemas)
-        decoded, counts = self._decoded(events, table, text, error, stats)
-        if counts.unknown:  # an inferred stream's events have fields the table lacks
-            decoded.unpersist()
-            table = self._with_new_fields(events, table, _unknown_names(events, table, text))
-            decoded, counts = self._decoded(events, table, text, error, stats)
         try:
-            stats.replayed = int(counts.held)
+            if table.spec.infer:  # fields of the events the table lacks become columns first
+                with stats.phase("decode"):
+                    new = _unknown_names(events, table, text)
+                if new:
+                    table = self._with_new_fields(events, table, new)
             held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
-            if counts.good:
-                props = topics_summary(
-                    query_id, batch_id, {t: starts for t, (starts, _) in parts.items()}, held
-                )
-                self._write(decoded.where("_new"), table, props, stats)
-            elif counts.held:
+            if held == table.held:
+                counts = self._counted(events, table, text, error, stats)
                 logger.info("%s: batch %d was written before", table.identifier, batch_id)
-            stats.inserts, stats.dead_lettered = int(counts.good), int(counts.bad)
-            stats.committed(time.time(), counts.newest, counts.median, counts.oldest)
-            dead = None
-            if counts.bad:
-                dead = _dead(records, decoded, table).localCheckpoint(eager=True)  # while cached
+            else:
+                starts = {t: starts for t, (starts, _) in parts.items()}
+                props = topics_summary(query_id, batch_id, starts, held)
+                counts = self._write_observed(events, table, text, error, props, stats)
+            stats.replayed = int(counts["held"])
+            stats.inserts, stats.dead_lettered = int(counts["good"]), int(counts["bad"])
+            stats.committed(time.time(), counts["newest"], counts["median"], counts["oldest"])
+            dead = (
+                self._dead_letters(records, events, table, text, error) if counts["bad"] else None
+            )
         finally:
-            decoded.unpersist()
             stats.table_seconds = time.monotonic() - started
-        return replace(table, held=held if counts.good else table.held), dead
+        return replace(table, held=held), dead
 
-    def _decoded(
-        self, events: Any, table: StreamTable, text: str, error: str, stats: TableStats
-    ) -> tuple[Any, Any]:
-        """The decoded events (cached, ``_new``: not held yet) and their counts; for an
-        inferred stream, how many have fields no column holds (``unknown``), found in the
-        same pass. They keep their Kafka coordinates, not the record (``_dead``)."""
+    def _decode(self, events: Any, table: StreamTable, text: str, error: str) -> Any:
+        """The decoded events (``_new``: not held yet), with their Kafka coordinates, not the
+        record (``_dead_letters`` takes it from the batch's records)."""
         from pyspark.sql import functions as F
 
         parsed = events.withColumn(
             "e", F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
         )
         closed = table.spec.format == "json" and not table.spec.infer
-        exprs = decoded_exprs(table.columns, closed, text, error, unknown=table.spec.infer)
-        new = f"{not_held_sql(table.held)} AS _new"
-        decoded = parsed.selectExpr(*exprs, new).persist()
-        unknown = "count_if(_unknown) AS unknown" if table.spec.infer else "0 AS unknown"
+        exprs = decoded_exprs(table.columns, closed, text, error)
+        return parsed.selectExpr(*exprs, f"{not_held_sql(table.held)} AS _new")
+
+    def _write_observed(
+        self,
+        events: Any,
+        table: StreamTable,
+        text: str,
+        error: str,
+        props: dict[str, str],
+        stats: TableStats,
+    ) -> dict[str, Any]:
+        """Write the good events that are not held yet; their counts (``_COUNTS``), taken by
+        the write's own job."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        counted = Observation(f"cdcmirror_stream_{uuid.uuid4().hex}")
+        decoded = self._decode(events, table, text, error)
+        observed = decoded.observe(counted, *(F.expr(c) for c in _COUNTS))
+        self._write(observed.where("_new"), table, props, stats)
+        return dict(counted.get)
+
+    def _counted(
+        self, events: Any, table: StreamTable, text: str, error: str, stats: TableStats
+    ) -> dict[str, Any]:
+        """The counts (``_COUNTS``) of events that are not written (a batch that runs again)."""
+        with stats.phase("decode"):
+            row = self._decode(events, table, text, error).selectExpr(*_COUNTS).first()
+        return dict(row.asDict())
+
+    def _dead_letters(
+        self, records: Any, events: Any, table: StreamTable, text: str, error: str
+    ) -> Any:
+        """The batch's dead letters, made from decoded events held in a cache meanwhile: the
+        error filter over a parse that is not cached would copy the parse into each
+        reference of ``_error``."""
+        decoded = self._decode(events, table, text, error).persist()
         try:
-            with stats.phase("decode"):
-                return decoded, decoded.selectExpr(*_COUNTS, unknown).first()
-        except BaseException:
+            return _dead(records, decoded, table).localCheckpoint(eager=True)
+        finally:
             decoded.unpersist()
-            raise
 
     def _from_avro(self, events: Any) -> tuple[Any, dict[int, str]]:
         """The events with ``_json`` and ``_decode_error`` (``spark/avro_frames.py``), and
@@ -259,8 +292,8 @@ class StreamBatch:
 
 
 def _unknown_names(events: Any, table: StreamTable, text: str) -> list[str]:
-    """The fields of an inferred stream's events that no column holds (read again from the
-    events: only in a batch that has some)."""
+    """The fields of an inferred stream's events that no column holds (one pass over the
+    events' keys, before they are decoded)."""
     fields = unknown_fields_sql(table.columns, text)
     rows = events.selectExpr(f"explode({fields}) AS k").distinct().collect()
     return sorted(str(r.k) for r in rows)

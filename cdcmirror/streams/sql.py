@@ -86,13 +86,10 @@ def decoded_exprs(
     closed: bool,
     text: str = JSON_TEXT,
     decode_error: str = "",
-    unknown: bool = False,
 ) -> list[str]:
     """Over the batch's Kafka rows with ``e`` (the parsed ``text``): the event's columns,
     its Kafka coordinates, and ``_error`` (NULL when it can be written; ``decode_error``:
-    the column of an Avro value's decoding error); with ``unknown``, ``_unknown``: the
-    event has fields that are no column (an inferred stream adds them: which ones,
-    ``unknown_fields_sql`` tells; a flag, not their names, so the cached rows stay small)."""
+    the column of an Avro value's decoding error)."""
     out = [f"e.{q(c.name)} AS {q(c.name)}" for c in columns]
     out += [
         "topic AS _kafka_topic",
@@ -101,8 +98,6 @@ def decoded_exprs(
         "timestamp AS _kafka_timestamp",
         f"{_error(columns, closed, text, decode_error)} AS _error",
     ]
-    if unknown:
-        out.append(f"size({unknown_fields_sql(columns, text)}) > 0 AS _unknown")
     return out
 
 
