@@ -192,6 +192,33 @@ def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
         )
 
 
+def _check_kafka_login(kafka: dict[str, Any], base_dir: Path) -> None:
+    """Read ``kafka.sasl_password_file`` into ``sasl_password``; SASL needs both a user name
+    and a password."""
+    name = kafka["sasl_password_file"]
+    if name:
+        if kafka["sasl_password"]:
+            raise ConfigError(
+                "kafka.sasl_password and kafka.sasl_password_file are both set; keep one"
+            )
+        path = Path(name).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            kafka["sasl_password"] = path.read_text("utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"kafka.sasl_password_file {path} cannot be read ({exc.strerror}); "
+                "fix the path or its permissions"
+            ) from exc
+    protocol = kafka["security_protocol"]
+    if protocol.startswith("SASL_") and not (kafka["sasl_username"] and kafka["sasl_password"]):
+        raise ConfigError(
+            f"kafka.security_protocol = {protocol!r} logs in with kafka.sasl_username and "
+            "kafka.sasl_password (or kafka.sasl_password_file, or the environment variable "
+            "CDCMIRROR_KAFKA__SASL_PASSWORD): set both"
+        )
+
+
 def load_config(
     path: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
@@ -235,6 +262,7 @@ def load_config(
     _check_ranges(values)
     streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
     base_dir = source_file.parent if source_file is not None else cwd
+    _check_kafka_login(values["kafka"], base_dir)
     return Config(
         values=values,
         base_dir=base_dir,

@@ -17,7 +17,17 @@ SCHEMA: dict[str, dict[str, str]] = {
         "tinyint1_as_boolean": "bool",
         "signal_table": "str",
     },
-    "kafka": {"bootstrap_servers": "str", "format": "str", "schema_registry_url": "str"},
+    "kafka": {
+        "bootstrap_servers": "str",
+        "format": "str",
+        "schema_registry_url": "str",
+        "security_protocol": "str",
+        "sasl_mechanism": "str",
+        "sasl_username": "str",
+        "sasl_password": "str",
+        "sasl_password_file": "str",
+        "ssl_ca_location": "str",
+    },
     "connect": {"url": "str", "secrets": "str"},
     "bootstrap": {
         "initial_load": "str",
@@ -73,6 +83,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "format": "json",
         # Confluent-compatible API of the schema registry (Avro): the one `cdcmirror stack` runs
         "schema_registry_url": "http://127.0.0.1:8081/apis/ccompat/v7",
+        # how every client logs in to the brokers (kafka_security.py); SASL needs the two
+        # below, the password given directly, by CDCMIRROR_KAFKA__SASL_PASSWORD or in a file
+        "security_protocol": "PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "",
+        "sasl_password": "",
+        "sasl_password_file": "",
+        "ssl_ca_location": "",  # a PEM file of the CA to trust; empty: the system's
     },
     "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
     "bootstrap": {
@@ -122,6 +140,8 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("mirror", "deletes"): ("hard", "soft"),
     ("mirror", "dead_letter"): ("table", "fail"),
     ("kafka", "format"): ("json", "json-schemaless", "avro"),
+    ("kafka", "security_protocol"): ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    ("kafka", "sasl_mechanism"): ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
     ("source", "keyless_tables"): ("append", "skip"),
     ("source", "unknown_types"): ("error", "string"),
 }

@@ -40,6 +40,21 @@ class Kafka(_Section):
     bootstrap_servers: str
     format: str  # "json" | "json-schemaless" | "avro"
     schema_registry_url: str
+    security_protocol: str = "PLAINTEXT"  # | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
+    sasl_mechanism: str = "SCRAM-SHA-512"  # | "PLAIN" | "SCRAM-SHA-256"
+    sasl_username: str = ""
+    sasl_password: str = field(default="", repr=False)  # read from sasl_password_file
+    sasl_password_file: str = ""
+    ssl_ca_location: str = ""
+
+    @property
+    def sasl(self) -> bool:
+        """Clients log in with a user name and password."""
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol.endswith("SSL")
 
     @property
     def avro(self) -> bool:

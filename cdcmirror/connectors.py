@@ -47,28 +47,40 @@ def render_connector(template: str, params: dict[str, str]) -> dict[str, str]:
 
 
 def password_reference(
-    mode: str, secret_file: Path | None = None, env_var: str = "CDCMIRROR_SOURCE__PASSWORD"
+    mode: str,
+    secret_file: Path | None = None,
+    key: str = "password",
+    env_var: str = "CDCMIRROR_SOURCE__PASSWORD",
 ) -> str:
-    """What the connector config says instead of the password.
+    """What the connector config says instead of a password (``key`` in the secret file).
 
     >>> password_reference("env")
     '${env:CDCMIRROR_SOURCE__PASSWORD}'
+    >>> password_reference("file", Path("/s.properties"), "kafka_password")
+    '${file:/s.properties:kafka_password}'
     """
     if mode == "env":
         return f"${{env:{env_var}}}"
     if mode == "file":
         if secret_file is None:
             raise ConfigError("connect.secrets = 'file' needs a secret file path")
-        return f"${{file:{secret_file}:password}}"
+        return f"${{file:{secret_file}:{key}}}"
     raise ConfigError(f"connect.secrets = {mode!r} is not one of file, env")
 
 
-def write_secret_file(path: Path, password: str) -> Path:
-    """Write ``password=...`` for Connect's FileConfigProvider, readable by the owner only.
-    A file that already holds the same password is left as it is (no churn on re-runs)."""
+def write_secret_file(path: Path, password: str, kafka_password: str = "") -> Path:
+    """Write ``password=...`` (and ``kafka_password=...`` when there is one) for Connect's
+    FileConfigProvider, readable by the owner only. A file that already holds the same
+    passwords is left as it is (no churn on re-runs)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    escaped = password.replace("\\", "\\\\").replace("\n", "\\n")
-    text = f"password={escaped}\n"
+
+    def line(key: str, value: str) -> str:
+        escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
+        return f"{key}={escaped}\n"
+
+    text = line("password", password) + (
+        line("kafka_password", kafka_password) if kafka_password else ""
+    )
     if not (path.is_file() and path.read_text("utf-8") == text):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -8,7 +8,7 @@ from typing import Any
 from cdcmirror.config import STREAMS, Config
 from cdcmirror.streams.spec import stream_dict
 
-SECRET_KEYS = frozenset({("source", "password")})
+SECRET_KEYS = frozenset({("source", "password"), ("kafka", "sasl_password")})
 MASK = "***"
 
 

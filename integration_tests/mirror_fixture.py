@@ -76,11 +76,11 @@ def make_config(
         },
         iceberg={"namespace": f"{name}_mirror", **extra.get("iceberg", {})},
         mirror={"checkpoint_location": f".cdcmirror/checkpoints/{name}", **extra.get("mirror", {})},
-        kafka={"format": extra.get("kafka_format", "json")},
+        kafka={"format": extra.get("kafka_format", "json"), **extra.get("kafka", {})},
         **{
             k: v
             for k, v in extra.items()
-            if k not in ("mirror", "kafka_format", "source", "iceberg")
+            if k not in ("mirror", "kafka_format", "kafka", "source", "iceberg")
         },
     )
 

@@ -39,8 +39,10 @@ def maria_mirrored(
     chains: bool = False,
     mirror_settings: dict[str, object] | None = None,
     extra: dict[str, str] | None = None,
+    kafka: dict[str, str] | None = None,
 ) -> Generator[Mirrored]:
-    """``extra``: more columns (name -> type) the workload leaves NULL."""
+    """``extra``: more columns (name -> type) the workload leaves NULL; ``kafka``: more
+    ``[kafka]`` settings."""
     database = services.unique("mir_maria")
     admin = services.maria_connect()
     with admin.cursor() as cur:
@@ -61,6 +63,7 @@ def maria_mirrored(
         database,
         kafka_format=kafka_format,
         mirror=mirror_settings or {},
+        kafka=kafka or {},
     )
     bootstrap(config)
     try:

@@ -11,7 +11,7 @@ def props(text: str) -> dict[str, str]:
 
 
 def test_broker_binds_loopback_only() -> None:
-    p = props(layout.broker_properties(Path("/data")))
+    p = props(layout.broker_properties(Path("/data"), Path("/tls/ks.pem")))
     assert p["process.roles"] == "broker,controller"
     for listener in p["listeners"].split(","):
         assert "//127.0.0.1:" in listener

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from cdcmirror.config import Config
 from cdcmirror.config_sections import Kafka
 from cdcmirror.connectors import password_reference, render_connector
 from cdcmirror.exceptions import ConfigError, SourceError
+from cdcmirror.kafka_security import history_client_settings
 from cdcmirror.source.postgresql import PUBLICATION
 from cdcmirror.source_model import SourceCatalog
 
@@ -75,7 +76,13 @@ def publication_problems(catalog: SourceCatalog) -> list[str]:
 class ConnectorPlan:
     name: str
     config: dict[str, str]
-    password: str
+    password: str = field(repr=False)
+    kafka_password: str = field(default="", repr=False)  # the schema history's login
+
+    @property
+    def secrets(self) -> tuple[str, str]:
+        """What the secret file holds: the source's password, then Kafka's."""
+        return self.password, self.kafka_password
 
 
 APICURIO_CCOMPAT = "/apis/ccompat/v7"
@@ -173,7 +180,16 @@ def plan_connector(
     if catalog.signal_table:
         # incremental snapshots (`cdcmirror repair`) are requested through this table
         rendered["signal.data.collection"] = catalog.signal_table
-    return ConnectorPlan(connector_name(source_name), rendered, str(url.password or ""))
+    kafka_password = ""
+    if "schema.history.internal.kafka.bootstrap.servers" in rendered:
+        # the history topic is read and written by the connector's own clients
+        ref = password_reference(
+            mode, secret_path, "kafka_password", "CDCMIRROR_KAFKA__SASL_PASSWORD"
+        )
+        rendered.update(history_client_settings(config.kafka, ref))
+        kafka_password = config.kafka.sasl_password if config.kafka.sasl else ""
+    name = connector_name(source_name)
+    return ConnectorPlan(name, rendered, str(url.password or ""), kafka_password)
 
 
 def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: str) -> bool:

@@ -115,6 +115,7 @@ def jars_submit(ctx: click.Context) -> None:
 def check(ctx: click.Context) -> None:
     """Check that the configured Kafka, Kafka Connect (and, for Avro, the schema registry)
     answer; exit 2 when one does not."""
+    from cdcmirror.commands.kafka_access import client_conf, require_login
     from cdcmirror.config import load_config
     from cdcmirror.exceptions import ServiceUnavailableError
     from cdcmirror.stack import health
@@ -122,7 +123,8 @@ def check(ctx: click.Context) -> None:
     config = load_config(ctx.obj["config_path"])
     kafka = config.kafka.bootstrap_servers
     connect = config.connect.url
-    if not health.broker_answers_metadata(kafka, timeout=5.0):
+    require_login(config, timeout=5.0)
+    if not health.broker_answers_metadata(client_conf(config), timeout=5.0):
         raise ServiceUnavailableError(
             f"Kafka at {kafka} does not answer; start it (`cdcmirror stack up`) or fix "
             "kafka.bootstrap_servers"

@@ -22,6 +22,7 @@ from cdcmirror.commands.initial_load import (
     load_by_spark,
     table_load,
 )
+from cdcmirror.commands.kafka_access import require_login
 from cdcmirror.commands.streams import apply_stream_plans, plan_streams
 from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
@@ -119,6 +120,7 @@ def bootstrap(
     ``dry_run`` computes and validates everything and writes nothing."""
     from cdcmirror.source.discovery import discover
 
+    require_login(config)  # the connector's history and the stream samples log in too
     run = _Steps(on_step)
     run.step("discovering source tables")
     catalog_src = run.timed("discover", lambda: discover(config.source, require_safe_source=True))
@@ -322,11 +324,11 @@ def _validate(
         errors = client.validate({**plan.config, "name": plan.name})
     elif dry_run:
         with tempfile.TemporaryDirectory(prefix="cdcmirror-validate-") as tmp:
-            tmp_secret = write_secret_file(Path(tmp) / "secret.properties", plan.password)
+            tmp_secret = write_secret_file(Path(tmp) / "secret.properties", *plan.secrets)
             cfg = {k: v.replace(str(secret_path), str(tmp_secret)) for k, v in plan.config.items()}
             errors = client.validate({**cfg, "name": plan.name})
     else:
-        write_secret_file(secret_path, plan.password)
+        write_secret_file(secret_path, *plan.secrets)
         errors = client.validate({**plan.config, "name": plan.name})
     if errors:
         raise ConnectorError(

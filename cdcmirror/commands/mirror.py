@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files
 from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
+from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
 from cdcmirror.mirror.connector_watch import ConnectorWatch
@@ -116,6 +117,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.stream import run_until_stopped, start_query
 
+    require_login(config)  # a refused login stops here, not in Spark's endless retries
     catalog = load_catalog(config)
     streams = job_streams(config, catalog, only)
     tables = cdc_tables(config, catalog, only, required=not streams.tables)
@@ -139,7 +141,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         query = start_query(
             spark,
             applier,
-            config.kafka.bootstrap_servers,
+            spark_options(config),
             sorted(t.topic for t in tables),
             resume_offsets(config, catalog, tables, files, streams),
             checkpoint,
@@ -254,7 +256,7 @@ def resume_offsets(
         return "earliest"
     bootstrap = config.kafka.bootstrap_servers
     try:
-        ends = committed_end_offsets(bootstrap, topics)
+        ends = committed_end_offsets(client_conf(config), topics)
     except Exception as exc:
         raise ServiceUnavailableError(
             f"Kafka at {bootstrap} does not answer ({exc}); start it (`cdcmirror stack up`) "

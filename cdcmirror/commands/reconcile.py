@@ -77,10 +77,11 @@ class Reconciler:
         """Mark each table caught up once the checkpoint has committed the offsets Kafka
         holds now; wait for that until the deadline."""
         from cdcmirror.checkpoint_store import checkpoint_files
+        from cdcmirror.commands.kafka_access import client_conf
         from cdcmirror.mirror.checkpoint import behind, committed_offsets
         from cdcmirror.stack.health import committed_end_offsets
 
-        kafka = self.config.kafka.bootstrap_servers
+        kafka = client_conf(self.config)
         checkpoint = checkpoint_files(self.config)
         ends = committed_end_offsets(kafka, [t.topic for t in tables])
         while True:
@@ -196,6 +197,7 @@ def reconcile(
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.catalog import load_catalog
     from cdcmirror.commands.job_tables import cdc_tables
+    from cdcmirror.commands.kafka_access import require_login
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
@@ -203,6 +205,7 @@ def reconcile(
     from cdcmirror.spark.reconcile_side import MirrorTables
     from cdcmirror.spark.session import build_spark_session
 
+    require_login(config)
     catalog = load_catalog(config)
     tables = cdc_tables(config, catalog, options.tables, required=not config.streams)
     if not tables:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cdcmirror.commands.kafka_access import client_conf, spark_options
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.streams.reconcile import PartitionCheck, StreamCheck
@@ -28,8 +29,8 @@ def reconcile_streams(
     topics = {t.identifier: stream_topics(config, t.spec) for t in streams.tables}
     every = sorted({name for names in topics.values() for name in names})
     try:
-        firsts = committed_end_offsets(bootstrap, every, earliest=True)
-        ends = committed_end_offsets(bootstrap, every)
+        firsts = committed_end_offsets(client_conf(config), every, earliest=True)
+        ends = committed_end_offsets(client_conf(config), every)
     except Exception as exc:
         raise ServiceUnavailableError(
             f"Kafka at {bootstrap} does not answer ({exc}); start it or fix kafka.bootstrap_servers"
@@ -47,6 +48,7 @@ def reconcile_streams(
                 first = firsts.get(topic, {}).get(p, 0)
                 check.partitions.append(PartitionCheck(topic, p, first, ends[topic][p], held))
         if not check.keyed:
-            compare_stream(spark, bootstrap, t.identifier, dead, check.partitions, limit)
+            options = spark_options(config)
+            compare_stream(spark, options, t.identifier, dead, check.partitions, limit)
         checks.append(check)
     return checks

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.spark.stream_apply import StreamTable
@@ -68,7 +69,7 @@ def stream_topics(config: Config, spec: StreamSpec) -> list[str]:
 
     if spec.topic:
         return [spec.topic]
-    names = topics_named(config.kafka.bootstrap_servers, "", [])
+    names = topics_named(client_conf(config), "", [])
     return [t for t in names if spec.matches(t)]
 
 
@@ -93,8 +94,7 @@ def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColum
         return columns_of_json_schema(path.read_text("utf-8"), spec.where), f"schema file {path}"
     from cdcmirror.stack.health import sample_values
 
-    bootstrap = config.kafka.bootstrap_servers
-    values = sample_values(bootstrap, stream_topics(config, spec), SAMPLE)
+    values = sample_values(client_conf(config), stream_topics(config, spec), SAMPLE)
     events = []
     for v in values:
         try:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.teardown.plan import Step, TeardownFacts
@@ -40,7 +41,7 @@ def gather(config: Config) -> TeardownFacts:
     finally:
         engine.dispose()
     topics = topics_named(
-        config.kafka.bootstrap_servers,
+        client_conf(config),
         f"{name}.",
         [f"_cdcmirror_schema_history.{name}"],
     )
@@ -97,7 +98,7 @@ def _run(config: Config, step: Step) -> None:
     elif step.kind == "topic":
         from cdcmirror.stack.health import delete_topics
 
-        delete_topics(config.kafka.bootstrap_servers, [step.target])
+        delete_topics(client_conf(config), [step.target])
     elif step.kind == "checkpoint":
         from cdcmirror.checkpoint_store import checkpoint_files
 

@@ -6,6 +6,7 @@ import logging
 import re
 import signal
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError, MirrorError, ServiceUnavailableError
@@ -56,7 +57,7 @@ def read_options(events_per_task: int) -> dict[str, str]:
 def start_query(
     spark: Any,
     applier: Applier,
-    bootstrap_servers: str,
+    kafka_options: Mapping[str, str],
     topics: list[str],
     starting_offsets: str,
     checkpoint: str,
@@ -66,10 +67,11 @@ def start_query(
     events_per_task: int,
     patterns: list[str] | None = None,
 ) -> Any:
-    """The query over ``topics`` and the topics ``patterns`` match (plain event streams)."""
+    """The query over ``topics`` and the topics ``patterns`` match (plain event streams);
+    ``kafka_options``: the brokers and how to log in (``kafka_security.spark_kafka_options``)."""
     reader = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .options(**kafka_options)
         # the topics by a pattern that matches exactly them: `subscribe` fails on a topic
         # that does not exist yet (a table without changes), a pattern takes it once it does
         .option("subscribePattern", topics_pattern(topics, patterns))

@@ -5,6 +5,7 @@ them, joined on (topic, partition, offset)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cdcmirror.sql_text import spark_name, sql_string
@@ -15,7 +16,7 @@ _COORDS = ("topic", "partition", "offset")
 
 def compare_stream(
     spark: Any,
-    bootstrap_servers: str,
+    kafka_options: Mapping[str, str],
     identifier: str,
     dead_letter_table: str,
     partitions: list[PartitionCheck],
@@ -30,7 +31,7 @@ def compare_stream(
     assign = {t: sorted(int(p) for p in parts) for t, parts in json.loads(starting).items()}
     kafka = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .options(**kafka_options)
         .option("assign", json.dumps(assign))
         .option("startingOffsets", starting)
         .option("endingOffsets", ending)

@@ -14,7 +14,7 @@ from cdcmirror import paths
 from cdcmirror.exceptions import PortInUseError, StackError
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
-from cdcmirror.stack import cluster, health, layout, processes, s3
+from cdcmirror.stack import cluster, health, layout, processes, s3, tls
 from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
 
 logger = logging.getLogger(__name__)
@@ -76,6 +76,11 @@ class Stack:
     @property
     def kafka_data(self) -> Path:
         return self.root / "data" / "kafka"
+
+    @property
+    def tls_dir(self) -> Path:
+        """The secured listener's CA and key store (``tls.py``)."""
+        return self.root / "tls"
 
     @property
     def registry_data(self) -> Path:
@@ -144,6 +149,10 @@ class Stack:
                     java, part, classpath, self.config_file(part), self.log4j_file
                 )
             self._ensure_running(part, cmd, say)
+            if part is KAFKA:  # before Connect, whose clients may log in with it
+                health.ensure_scram_user(
+                    KAFKA.address(), tls.SCRAM_USER, tls.SCRAM_PASSWORD, tls.SCRAM_MECHANISM
+                )
         if with_cluster:
             self.up_cluster(say)
         return self.status(with_cluster)
@@ -184,7 +193,8 @@ class Stack:
         self.kafka_data.mkdir(parents=True, exist_ok=True)
         self.registry_data.mkdir(parents=True, exist_ok=True)
         self.log4j_file.write_text(layout.log4j2_properties())
-        self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data))
+        keystore = tls.ensure_certificates(self.tls_dir)
+        self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data, keystore))
         self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
 
     def _ensure_running(

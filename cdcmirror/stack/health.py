@@ -6,24 +6,68 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
+Brokers = str | Mapping[str, Any]
+"""Where Kafka is: its bootstrap servers, or a whole librdkafka client config (bootstrap
+servers and the security settings of ``kafka_security.librdkafka_conf``)."""
 
-def broker_answers_metadata(bootstrap_servers: str, timeout: float = 3.0) -> bool:
+
+def _conf(brokers: Brokers) -> dict[str, Any]:
+    base = {"bootstrap.servers": brokers} if isinstance(brokers, str) else dict(brokers)
+    return {**base, "logger": _QUIET}
+
+
+def broker_answers_metadata(brokers: Brokers, timeout: float = 3.0) -> bool:
     """True when a broker answers a metadata request."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
+    return kafka_problem(brokers, timeout) is None
+
+
+def kafka_problem(brokers: Brokers, timeout: float = 3.0) -> str | None:
+    """None when a broker answers a metadata request; else why not: ``"authentication:
+    <broker's reason>"`` when it refused the client's login or TLS handshake (a wrong
+    password, an untrusted certificate), ``"unreachable"`` otherwise."""
+    refused: list[str] = []
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            refused.append(str(err.str()))
+
+    conf: dict[str, Any] = {**_conf(brokers), "error_cb": on_error}
     admin = AdminClient(conf)
     try:
         meta = admin.list_topics(timeout=timeout)
     except Exception:  # confluent_kafka raises KafkaException on timeout
-        return False
-    return bool(meta.brokers)
+        meta = None
+    admin.poll(0)  # serve the error callbacks
+    if refused:
+        return f"authentication: {refused[-1]}"
+    return None if meta is not None and meta.brokers else "unreachable"
+
+
+def ensure_scram_user(brokers: Brokers, user: str, password: str, mechanism: str) -> None:
+    """Create the SCRAM credential of ``user`` (or set its password): idempotent."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    info = ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")), 8192)
+    admin = AdminClient(_conf(brokers))
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(user, info, password.encode())]
+    )
+    for future in futures.values():
+        future.result(timeout=30)
 
 
 def committed_end_offsets(
-    bootstrap_servers: str, topics: list[str], timeout: float = 10.0, earliest: bool = False
+    brokers: Brokers, topics: list[str], timeout: float = 10.0, earliest: bool = False
 ) -> dict[str, dict[int, int]]:
     """Per topic and partition, the offset after the last committed event (the last stable
     offset a read_committed reader can reach), or with ``earliest`` the first offset Kafka
@@ -32,8 +76,7 @@ def committed_end_offsets(
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
     spec = OffsetSpec.earliest if earliest else OffsetSpec.latest
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
-    admin = AdminClient(conf)
+    admin = AdminClient(_conf(brokers))
     meta = admin.list_topics(timeout=timeout)
     wanted = {
         TopicPartition(t, p): spec()  # type: ignore[no-untyped-call]
@@ -78,26 +121,24 @@ def registry_answers(url: str, timeout: float = 3.0) -> bool:
 
 
 def topics_named(
-    bootstrap_servers: str, prefix: str, extra: list[str], timeout: float = 10.0
+    brokers: Brokers, prefix: str, extra: list[str], timeout: float = 10.0
 ) -> list[str]:
     """The topics whose name starts with ``prefix``, plus those of ``extra`` that exist."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
-    names = set(AdminClient(conf).list_topics(timeout=timeout).topics)
+    names = set(AdminClient(_conf(brokers)).list_topics(timeout=timeout).topics)
     return sorted(t for t in names if t.startswith(prefix) or t in extra)
 
 
-def delete_topics(bootstrap_servers: str, topics: list[str], timeout: float = 30.0) -> None:
+def delete_topics(brokers: Brokers, topics: list[str], timeout: float = 30.0) -> None:
     if not topics:
         return
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _QUIET}
-    admin = AdminClient(conf)  # kept alive until the futures resolve
+    admin = AdminClient(_conf(brokers))  # kept alive until the futures resolve
     futures = admin.delete_topics(topics, operation_timeout=timeout)
     for future in futures.values():
         future.result(timeout=timeout)
 
 
 def sample_values(
-    bootstrap_servers: str, topics: list[str], count: int, timeout: float = 15.0
+    brokers: Brokers, topics: list[str], count: int, timeout: float = 15.0
 ) -> list[bytes]:
     """Up to ``count`` record values of ``topics``, the newest of each partition first
     read from (``read_committed``); fewer when the topics hold fewer, none when they do not
@@ -107,18 +148,17 @@ def sample_values(
 
     from confluent_kafka import Consumer, TopicPartition
 
-    ends = committed_end_offsets(bootstrap_servers, topics, timeout)
+    ends = committed_end_offsets(brokers, topics, timeout)
     parts = [(t, p, end) for t, by_part in ends.items() for p, end in by_part.items() if end > 0]
     if not parts:
         return []
     each = max(1, count // len(parts))
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap_servers,
+            **_conf(brokers),
             "group.id": f"cdcmirror-sample-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
-            "logger": _QUIET,
         }
     )
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
+SECURE_PORT = 9094  # SASL_SSL: TLS, SCRAM-SHA-512 logins (stack/tls.py)
 CONNECT_PORT = 8083
 REGISTRY_PORT = 8081
 HOST = "127.0.0.1"
@@ -43,7 +44,7 @@ class StackPart:
         return f"{HOST}:{self.ports[0]}"
 
 
-KAFKA = StackPart("kafka", "kafka.Kafka", (BROKER_PORT, CONTROLLER_PORT), "768m")
+KAFKA = StackPart("kafka", "kafka.Kafka", (BROKER_PORT, CONTROLLER_PORT, SECURE_PORT), "768m")
 CONNECT = StackPart(
     "connect", "org.apache.kafka.connect.cli.ConnectDistributed", (CONNECT_PORT,), "1g"
 )
@@ -63,18 +64,29 @@ def _properties(entries: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in entries.items())
 
 
-def broker_properties(data_dir: Path) -> str:
-    """A single-node KRaft broker+controller bound to loopback."""
+def broker_properties(data_dir: Path, keystore: Path) -> str:
+    """A single-node KRaft broker+controller bound to loopback: a plaintext listener and a
+    SASL_SSL one (TLS with the PEM ``keystore``, SCRAM-SHA-512 logins), as production
+    brokers have."""
+    plain, secure = f"PLAINTEXT://{HOST}:{BROKER_PORT}", f"SASL_SSL://{HOST}:{SECURE_PORT}"
     return _properties(
         {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{HOST}:{CONTROLLER_PORT}",
-            "listeners": f"PLAINTEXT://{HOST}:{BROKER_PORT},CONTROLLER://{HOST}:{CONTROLLER_PORT}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{BROKER_PORT}",
+            "listeners": f"{plain},{secure},CONTROLLER://{HOST}:{CONTROLLER_PORT}",
+            "advertised.listeners": f"{plain},{secure}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": (
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL"
+            ),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(keystore),
             "log.dirs": str(data_dir),
             "num.partitions": "1",
             "auto.create.topics.enable": "true",

@@ -1,0 +1,75 @@
+"""Kafka as production runs it: the stack's SASL_SSL listener (TLS with its own CA, SCRAM-
+SHA-512 logins). A MariaDB table is bootstrapped and mirrored with every cdcmirror client
+going through that listener (the mirror's Spark Kafka source, confluent-kafka for offsets
+and checks, the connector's schema-history producer and consumer), and ends equal to the
+source; a wrong password stops `check` and `mirror` with exit 2, naming Kafka."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.stack import layout, tls
+from cdcmirror.stack.control import Stack
+from integration_tests import mirror_scenarios as sc
+from integration_tests import services
+from integration_tests.bootstrap_env import run_cli
+from integration_tests.conftest import SparkWorld
+from integration_tests.mirror_env import run_mirror_process
+from integration_tests.test_mirror_mariadb import maria_mirrored
+
+SECURE = f"127.0.0.1:{layout.SECURE_PORT}"
+
+
+def _secret(directory: Path, name: str, password: str) -> Path:
+    path = directory / name
+    path.write_text(password + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def test_mariadb_mirrors_through_sasl_ssl(
+    stack: Stack, mariadb: None, spark_world: SparkWorld
+) -> None:
+    work = spark_world.config.base_dir
+    kafka = {
+        "bootstrap_servers": SECURE,
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": tls.SCRAM_MECHANISM,
+        "sasl_username": tls.SCRAM_USER,
+        "sasl_password_file": str(_secret(work, "kafka.secret", tls.SCRAM_PASSWORD)),
+        "ssl_ca_location": str(tls.ca_file(stack.tls_dir)),
+    }
+    mirrored = maria_mirrored(spark_world, 300, kafka=kafka)
+    m = next(mirrored)
+    try:
+        name = f"cdcmirror-{m.name}"
+        connector = ConnectClient(services.CONNECT).config(name)
+        assert connector["schema.history.internal.producer.security.protocol"] == "SASL_SSL"
+        assert tls.SCRAM_PASSWORD not in str(connector)  # a provider reference
+        rows = sc.workload_then_same(m, 400)
+        assert rows > 0
+        status = ConnectClient(services.CONNECT).status(name)
+        assert {t["state"] for t in status["tasks"]} == {"RUNNING"}, status
+
+        check = run_cli(m.config_path, "check")
+        assert check.exit_code == 0, check.output
+        assert f"kafka    ok  {SECURE}" in check.output
+
+        wrong = {"CDCMIRROR_KAFKA__SASL_PASSWORD_FILE": str(_secret(work, "bad", "nope"))}
+        check = run_cli(m.config_path, "check", env=wrong)
+        assert check.exit_code == 2, check.output
+        assert f"Kafka at {SECURE} refused cdcmirror's SASL_SSL login as 'cdcmirror'" in (
+            check.output
+        )
+        assert "invalid credentials" in check.output and "nope" not in check.output
+        job = run_mirror_process(m.config_path, env=wrong, timeout=180)
+        assert job.returncode == 2, job.stderr[-3000:]
+        assert f"Kafka at {SECURE} refused" in job.stderr and "nope" not in job.stderr
+
+        untrusted = {"CDCMIRROR_KAFKA__SSL_CA_LOCATION": ""}  # the system's CAs
+        check = run_cli(m.config_path, "check", env=untrusted)
+        assert check.exit_code == 2, check.output
+        assert "certificate verify failed" in check.output
+    finally:
+        mirrored.close()
