@@ -29,7 +29,6 @@ from mirror_batch import COLUMNS, FILL, wait_for_events  # a sibling script
 from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.spark.session import build_spark_session
 from integration_tests import services
 
@@ -140,7 +139,7 @@ def main(sizes: list[int], debezium_max: int) -> None:
                 print(line, flush=True)
             finally:
                 for suffix in ("_l1", "_l2", "_d"):
-                    ConnectClient(services.CONNECT).delete(f"cdcmirror-{schema}{suffix}")
+                    services.connect_client().delete(f"cdcmirror-{schema}{suffix}")
                     services.drop_slot(f"cdcmirror_{schema}{suffix}")
                 services.drop_published_schema(schema)
 

@@ -10,7 +10,12 @@ of each phase of the applier (decode + dedupe + classify, MERGE). With several f
 of each relative to the first, measured in the same run. Needs the provisioned PostgreSQL
 and the stack (`make provision stack-up`).
 
-    .venv/bin/python benchmarks/mirror_batch.py [N] [FORMAT,...]   # default 100000 json
+With ``--cluster`` the job runs on the stack's cluster profile (`cdcmirror stack up
+--cluster`): Spark's standalone master and its two workers, tables in the REST catalog on
+the S3 store, the checkpoint on s3a://; run it beside a run without it to compare the two
+(one Spark session per process, so one mode per run).
+
+    .venv/bin/python benchmarks/mirror_batch.py [N] [FORMAT,...] [--cluster]
 """
 
 from __future__ import annotations
@@ -80,6 +85,21 @@ def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
     raise SystemExit(f"{topic}: fewer than {count} events after {timeout:.0f}s")
 
 
+CLUSTER = "--cluster" in sys.argv
+
+
+def cluster_env(name: str) -> dict[str, str]:
+    """The cluster profile's settings (as in integration_tests/test_spark_cluster.py)."""
+    from cdcmirror.stack import cluster, s3
+
+    catalog = {"type": "rest", "uri": cluster.REST_URL, **s3.catalog_properties()}
+    return {
+        "CDCMIRROR_SPARK__MASTER": cluster.MASTER_URL,
+        **{f"CDCMIRROR_ICEBERG__CATALOG__{k.upper()}": v for k, v in catalog.items()},
+        "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f"s3a://{s3.BUCKET}/checkpoints/{name}",
+    }
+
+
 def main(n: int, formats: list[str]) -> None:
     # one work directory (one embedded catalog) for the whole process: its Spark session
     # keeps the catalog it opened first
@@ -109,6 +129,7 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
         "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
         # this benchmark measures the mirror applying Debezium's snapshot events
         "CDCMIRROR_BOOTSTRAP__INITIAL_LOAD": "debezium",
+        **(cluster_env(schema) if CLUSTER else {}),
     }
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
     handler = BatchLines()
@@ -144,8 +165,9 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--cluster"]
     with services.forgetting_made():
         main(
-            int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
-            sys.argv[2].split(",") if len(sys.argv) > 2 else ["json"],
+            int(args[0]) if args else 100_000,
+            args[1].split(",") if len(args) > 1 else ["json"],
         )

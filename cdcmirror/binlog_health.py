@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cdcmirror.config_sections import Connect
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.binlog_history import offset_problem
@@ -34,10 +35,10 @@ def connector_position(client: ConnectClient, connector: str) -> tuple[str, int]
     return None
 
 
-def binlog_health(engine: Any, connect_url: str, connector: str) -> str | None:
+def binlog_health(engine: Any, connect: Connect, connector: str) -> str | None:
     """Everything that loses changes before they reach Kafka, None when nothing does."""
     # the offset first: the server's files read after it can only be longer or newer
-    position = connector_position(ConnectClient(connect_url, timeout=10.0), connector)
+    position = connector_position(ConnectClient.of(connect, timeout=10.0), connector)
     with engine.connect() as conn:
         problems = binlog_problems(read_binlog_settings(conn))
         if position is not None:

@@ -192,24 +192,31 @@ def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
         )
 
 
-def _check_kafka_login(kafka: dict[str, Any], base_dir: Path) -> None:
-    """Read ``kafka.sasl_password_file`` into ``sasl_password``; SASL needs both a user name
-    and a password."""
-    name = kafka["sasl_password_file"]
-    if name:
-        if kafka["sasl_password"]:
-            raise ConfigError(
-                "kafka.sasl_password and kafka.sasl_password_file are both set; keep one"
-            )
-        path = Path(name).expanduser()
-        path = path if path.is_absolute() else base_dir / path
-        try:
-            kafka["sasl_password"] = path.read_text("utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"kafka.sasl_password_file {path} cannot be read ({exc.strerror}); "
-                "fix the path or its permissions"
-            ) from exc
+def _password_from_file(section: dict[str, Any], where: str, key: str, base_dir: Path) -> None:
+    """Read ``<key>_file`` (relative to the config file) into ``key``; both set is an error
+    unless ``key`` still has its default."""
+    name = section[f"{key}_file"]
+    if not name:
+        return
+    if section[key] != DEFAULTS[where][key]:
+        raise ConfigError(f"{where}.{key} and {where}.{key}_file are both set; keep one")
+    path = Path(name).expanduser()
+    path = path if path.is_absolute() else base_dir / path
+    try:
+        section[key] = path.read_text("utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"{where}.{key}_file {path} cannot be read ({exc.strerror}); "
+            "fix the path or its permissions"
+        ) from exc
+
+
+def _read_passwords(values: dict[str, dict[str, Any]], base_dir: Path) -> None:
+    """The passwords given in files; SASL needs a Kafka user name and password."""
+    _password_from_file(values["kafka"], "kafka", "sasl_password", base_dir)
+    _password_from_file(values["connect"], "connect", "password", base_dir)
+    _password_from_file(values["kafka"], "kafka", "schema_registry_password", base_dir)
+    kafka = values["kafka"]
     protocol = kafka["security_protocol"]
     if protocol.startswith("SASL_") and not (kafka["sasl_username"] and kafka["sasl_password"]):
         raise ConfigError(
@@ -262,7 +269,7 @@ def load_config(
     _check_ranges(values)
     streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
     base_dir = source_file.parent if source_file is not None else cwd
-    _check_kafka_login(values["kafka"], base_dir)
+    _read_passwords(values, base_dir)
     return Config(
         values=values,
         base_dir=base_dir,

@@ -27,8 +27,17 @@ SCHEMA: dict[str, dict[str, str]] = {
         "sasl_password": "str",
         "sasl_password_file": "str",
         "ssl_ca_location": "str",
+        "schema_registry_username": "str",
+        "schema_registry_password": "str",
+        "schema_registry_password_file": "str",
     },
-    "connect": {"url": "str", "secrets": "str"},
+    "connect": {
+        "url": "str",
+        "secrets": "str",
+        "username": "str",
+        "password": "str",
+        "password_file": "str",
+    },
     "bootstrap": {
         "initial_load": "str",
         "initial_load_min_rows": "int",
@@ -91,8 +100,20 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sasl_password": "",
         "sasl_password_file": "",
         "ssl_ca_location": "",  # a PEM file of the CA to trust; empty: the system's
+        # the schema registry's basic auth; "" sends none
+        "schema_registry_username": "",
+        "schema_registry_password": "",
+        "schema_registry_password_file": "",
     },
-    "connect": {"url": "http://127.0.0.1:8083", "secrets": "file"},
+    "connect": {
+        "url": "http://127.0.0.1:8083",
+        "secrets": "file",
+        # the REST API's basic auth: the local stack's own login (stack/layout.py); ""
+        # sends none
+        "username": "cdcmirror",
+        "password": "cdcmirror-local-only",
+        "password_file": "",
+    },
     "bootstrap": {
         # how a new connector's tables get their rows: "spark" reads them over JDBC in
         # parallel, "debezium" snapshots them through Kafka, "auto" picks Spark from

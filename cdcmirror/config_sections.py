@@ -46,6 +46,15 @@ class Kafka(_Section):
     sasl_password: str = field(default="", repr=False)  # read from sasl_password_file
     sasl_password_file: str = ""
     ssl_ca_location: str = ""
+    schema_registry_username: str = ""
+    schema_registry_password: str = field(default="", repr=False)
+    schema_registry_password_file: str = ""
+
+    @property
+    def registry_auth(self) -> tuple[str, str] | None:
+        """The schema registry's basic-auth login, None without a user name."""
+        user = self.schema_registry_username
+        return (user, self.schema_registry_password) if user else None
 
     @property
     def sasl(self) -> bool:
@@ -71,6 +80,14 @@ class Kafka(_Section):
 class Connect(_Section):
     url: str = field(repr=False)
     secrets: str  # "file" | "env"
+    username: str = ""
+    password: str = field(default="", repr=False)  # read from password_file when given
+    password_file: str = ""
+
+    @property
+    def auth(self) -> tuple[str, str] | None:
+        """The REST API's basic-auth login, None without a user name."""
+        return (self.username, self.password) if self.username else None
 
 
 @dataclass(frozen=True)

@@ -11,30 +11,50 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from cdcmirror.exceptions import ConnectorError, ServiceUnavailableError
+from cdcmirror.config_sections import Connect
+from cdcmirror.exceptions import ConfigError, ConnectorError, ServiceUnavailableError
+from cdcmirror.http_auth import basic_auth
 
 logger = logging.getLogger(__name__)
+
+
+def refused(url: str, code: int) -> str:
+    return (
+        f"Kafka Connect at {url} refused cdcmirror's login (HTTP {code}): fix "
+        "connect.username and connect.password (or connect.password_file, or "
+        "CDCMIRROR_CONNECT__PASSWORD)"
+    )
 
 
 class ConnectClient:
     """Create, validate, inspect and delete connectors on one Connect cluster."""
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, timeout: float = 30.0, auth: tuple[str, str] | None = None
+    ) -> None:
+        """``auth``: the user name and password of Connect's basic authentication."""
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if auth is not None:
+            self._headers["Authorization"] = basic_auth(*auth)
+
+    @classmethod
+    def of(cls, connect: Connect, timeout: float = 30.0) -> ConnectClient:
+        """The client of the configured Connect cluster (``[connect]``)."""
+        return cls(connect.url, timeout, connect.auth)
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            f"{self.url}{path}", data=data, method=method, headers=self._headers
         )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise ConfigError(refused(self.url, exc.code)) from exc
             detail = exc.read().decode("utf-8", "replace")
             with contextlib.suppress(ValueError, AttributeError):
                 detail = json.loads(detail).get("message", detail)

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from cdcmirror.config_sections import Connect
 from cdcmirror.exceptions import CdcMirrorError
 
 logger = logging.getLogger(__name__)
@@ -113,17 +114,17 @@ class RestartBackoff:
         self.attempts, self.next_at = 0, 0.0
 
 
-def connector_problem(connect_url: str, name: str) -> str | None:
+def connector_problem(connect: Connect, name: str) -> str | None:
     """``status_problem`` of the live connector. None too when it is not registered (e.g.
     bootstrap ``--no-connector``) or Connect cannot be reached (logged: ``check`` is the
     command that fails on that)."""
     from cdcmirror.connect_client import ConnectClient
 
-    client = ConnectClient(connect_url, timeout=10.0)
+    client = ConnectClient.of(connect, timeout=10.0)
     try:
         if name not in client.names():
             return None
-        return status_problem(name, client.status(name), connect_url)
+        return status_problem(name, client.status(name), connect.url)
     except CdcMirrorError as exc:
         logger.warning("connector %s: its state cannot be read: %s", name, exc)
         return None

@@ -68,19 +68,21 @@ def password_reference(
     raise ConfigError(f"connect.secrets = {mode!r} is not one of file, env")
 
 
-def write_secret_file(path: Path, password: str, kafka_password: str = "") -> Path:
-    """Write ``password=...`` (and ``kafka_password=...`` when there is one) for Connect's
-    FileConfigProvider, readable by the owner only. A file that already holds the same
-    passwords is left as it is (no churn on re-runs)."""
+def write_secret_file(
+    path: Path, password: str, kafka_password: str = "", registry_password: str = ""
+) -> Path:
+    """Write ``password=...`` (and ``kafka_password=...``, ``registry_password=...`` when
+    there are) for Connect's FileConfigProvider, readable by the owner only. A file that
+    already holds the same passwords is left as it is (no churn on re-runs)."""
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def line(key: str, value: str) -> str:
         escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
         return f"{key}={escaped}\n"
 
-    text = line("password", password) + (
-        line("kafka_password", kafka_password) if kafka_password else ""
-    )
+    text = line("password", password)
+    text += line("kafka_password", kafka_password) if kafka_password else ""
+    text += line("registry_password", registry_password) if registry_password else ""
     if not (path.is_file() and path.read_text("utf-8") == text):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -8,7 +8,14 @@ from typing import Any
 from cdcmirror.config import STREAMS, Config
 from cdcmirror.streams.spec import stream_dict
 
-SECRET_KEYS = frozenset({("source", "password"), ("kafka", "sasl_password")})
+SECRET_KEYS = frozenset(
+    {
+        ("source", "password"),
+        ("kafka", "sasl_password"),
+        ("kafka", "schema_registry_password"),
+        ("connect", "password"),
+    }
+)
 MASK = "***"
 
 

@@ -24,5 +24,8 @@ RUN for c in postgres mysql mariadb; do \
 FROM apache/kafka:${KAFKA_VERSION}
 COPY --from=plugins /plugins /opt/connect-plugins
 COPY connect-distributed.properties /opt/kafka/config/cdcmirror-connect.properties
+# the REST API's basic auth (the extension's jar ships in the distribution's libs/)
+COPY connect-jaas.conf connect-users.properties /opt/kafka/config/
+ENV KAFKA_OPTS="-Djava.security.auth.login.config=/opt/kafka/config/connect-jaas.conf"
 EXPOSE 8083
 CMD ["/opt/kafka/bin/connect-distributed.sh", "/opt/kafka/config/cdcmirror-connect.properties"]

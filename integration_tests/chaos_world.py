@@ -17,7 +17,6 @@ from typing import Any
 
 from cdcmirror.catalog import load_catalog
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.mirror_env import (
@@ -223,7 +222,7 @@ class Side:
         return diff_rows(expected, actual, frozenset(self.known_bad))
 
     def connector_failed(self) -> list[str]:
-        status = ConnectClient(services.CONNECT).status(self.connector)
+        status = services.connect_client().status(self.connector)
         states = [status["connector"], *status["tasks"]]
         return [str(s.get("trace", "")).split("\n")[0] for s in states if s["state"] == "FAILED"]
 
@@ -260,7 +259,7 @@ def maria_side(work: Path, seed: int, settings: dict[str, Any]) -> Side:
     admin.close()
 
     def drop() -> None:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         conn = services.maria_connect()
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")

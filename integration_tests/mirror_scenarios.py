@@ -15,7 +15,6 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Producer
 
-from cdcmirror.connect_client import ConnectClient
 from integration_tests import services
 from integration_tests.mirror_env import continuous_mirror, mirror_rows, run_mirror_process
 from integration_tests.mirror_fixture import Mirrored
@@ -72,7 +71,7 @@ def acceptance_run(m: Mirrored, operations: int, batch: int) -> None:
 def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, object]]) -> None:
     """Restart the connector from ``offsets`` (empty: from scratch, a new snapshot)."""
     before = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
-    client = ConnectClient(services.CONNECT)
+    client = services.connect_client()
     client.stop(connector)
     if offsets:
         client.alter_offsets(connector, offsets)

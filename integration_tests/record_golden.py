@@ -25,7 +25,6 @@ from confluent_kafka import Consumer, TopicPartition
 from cdcmirror.catalog import load_catalog
 from cdcmirror.commands.job_tables import load_tables
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.mirror.registry import SchemaRegistry
 from integration_tests import services
 from integration_tests.mirror_fixture import bootstrap, make_config
@@ -190,7 +189,7 @@ def record(dialect: str, kafka_format: str, work: Path) -> dict[str, Any]:
     if dialect == "postgresql":
         services.drop_published_schema(name, f"cdcmirror-{name}")
     else:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{name}")
+        services.connect_client().delete(f"cdcmirror-{name}")
         admin = services.maria_connect()
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {name}")

@@ -19,6 +19,7 @@ from cdcmirror import paths
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 from cdcmirror.stack.health import delete_topics, topics_named
+from cdcmirror.stack.layout import CONNECT_LOGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_USER = "cdcmirror_admin"
@@ -27,6 +28,11 @@ CDC_PASSWORD = os.environ.get("CDCMIRROR_DEV_CDC_PASSWORD", "cdc_dev_secret")
 TEST_DATABASE = "cdcmirror_it"
 KAFKA = "127.0.0.1:9092"
 CONNECT = "http://127.0.0.1:8083"
+
+
+def connect_client(timeout: float = 30.0) -> ConnectClient:
+    """The local stack's Connect, logged in (its REST API asks for basic auth)."""
+    return ConnectClient(CONNECT, timeout, CONNECT_LOGIN)
 
 
 # every name unique() made in this process: the connectors, Kafka topics and replication
@@ -58,7 +64,7 @@ def forget_made() -> None:
     before it listens again.
     """
     made = tuple(MADE)
-    client = ConnectClient(CONNECT)
+    client = connect_client()
     for connector in client.names():
         if any(name in connector for name in made):
             client.delete(connector)
@@ -124,7 +130,7 @@ def debezium_connector(dialect: str, tables: list[str]) -> Iterator[Registered]:
         "kafka_bootstrap_servers": KAFKA,
     }
     config = render_connector(dialect, params)
-    client = ConnectClient(CONNECT)
+    client = connect_client()
     client.put(name, config)
     try:
         client.wait_running(name)
@@ -386,7 +392,7 @@ def schema_source_env(schema: str) -> dict[str, str]:
 def drop_published_schema(schema: str, connector: str | None = None) -> None:
     """Remove a test schema: its connector and replication slot, its publication entry."""
     if connector:
-        ConnectClient(CONNECT).delete(connector)
+        connect_client().delete(connector)
         drop_slot(connector.replace("-", "_"))
     with pg_connect() as conn:
         conn.execute(f"ALTER PUBLICATION cdcmirror DROP TABLES IN SCHEMA {schema}")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli, write_config
@@ -51,7 +50,7 @@ def _bootstrap(tmp_path: Path, source: dict[str, Any], password: str = services.
 
 def _assert_nothing_created(tmp_path: Path, name: str) -> None:
     assert not (tmp_path / ".cdcmirror" / "catalog.db").exists(), "an Iceberg catalog was made"
-    assert f"cdcmirror-{name}" not in ConnectClient(services.CONNECT).names()
+    assert f"cdcmirror-{name}" not in services.connect_client().names()
 
 
 def test_unknown_dialect(tmp_path: Path, stack: Stack) -> None:

@@ -12,7 +12,6 @@ import pytest
 from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import services
 from integration_tests.bootstrap_env import (
@@ -104,7 +103,7 @@ def maria_source(
     try:
         yield MariaSource(database, f"{database}_mirror", config)
     finally:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()

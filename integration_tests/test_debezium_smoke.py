@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import CONNECT
 from integration_tests import services
@@ -63,7 +62,7 @@ def test_password_never_in_connector_config_or_log(
     """The running connector's config holds a provider reference; the password is nowhere."""
     changes: ChangeTopic = request.getfixturevalue(fixture)
     assert changes.records  # this connector really authenticated with the referenced secret
-    stored = ConnectClient(services.CONNECT).config(changes.connector)
+    stored = services.connect_client().config(changes.connector)
     assert stored["database.password"].startswith("${file:")
     assert services.CDC_PASSWORD not in json.dumps(stored)
     assert services.CDC_PASSWORD not in stack.log_file(CONNECT).read_text("utf-8", "replace")

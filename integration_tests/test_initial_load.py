@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
@@ -70,7 +69,7 @@ def _check_loaded(loaded: Loaded, world: SparkWorld) -> None:
     items = by_table[m.identifier]
     assert items["rows"] >= ROWS // 2 and items["rows_not_loaded"] == 0, items
     assert items["reads"] >= 4, items  # split into parallel reads
-    config = ConnectClient(services.CONNECT).config(f"cdcmirror-{m.name}")
+    config = services.connect_client().config(f"cdcmirror-{m.name}")
     assert config["snapshot.mode"] == "no_data", config
     first = world.spark.sql(
         f"SELECT summary FROM {m.identifier}.snapshots ORDER BY committed_at LIMIT 1"
@@ -140,7 +139,7 @@ def maria_loaded(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterat
     try:
         yield Loaded(m, pairs, _bootstrap_while_changing(m, pairs, spark_world))
     finally:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()

@@ -15,7 +15,6 @@ import pytest
 
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
@@ -192,7 +191,7 @@ def pg_twice(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[
         )
     finally:
         for kind in ("s", "l"):
-            ConnectClient(services.CONNECT).delete(f"cdcmirror-{schema}_{kind}")
+            services.connect_client().delete(f"cdcmirror-{schema}_{kind}")
             services.drop_slot(f"cdcmirror_{schema}_{kind}")
         services.drop_published_schema(schema)
 
@@ -221,7 +220,7 @@ def maria_twice(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterato
         )
     finally:
         for kind in ("s", "l"):
-            ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}_{kind}")
+            services.connect_client().delete(f"cdcmirror-{database}_{kind}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()

@@ -10,7 +10,6 @@ from contextlib import closing
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc
@@ -91,7 +90,7 @@ def test_a_reset_binlog_is_reported_and_its_changes_stop_the_mirror(
     source."""
     m = fresh
     name = f"cdcmirror-{m.name}"
-    client = ConnectClient(services.CONNECT)
+    client = services.connect_client()
     filler = services.unique("filler_db")
     with closing(services.maria_connect()) as conn, conn.cursor() as cur:
         # stored rows past 8 MB of binlog, so that the new history stays below them

@@ -17,7 +17,6 @@ import pytest
 
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc
@@ -69,7 +68,7 @@ def maria_mirrored(
     try:
         yield Mirrored(database, source, config, world.spark, workload, list(extra or {}))
     finally:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()
@@ -81,7 +80,7 @@ def maria(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Mirr
 
 
 def _connector_states(name: str) -> list[str]:
-    status = ConnectClient(services.CONNECT).status(name)
+    status = services.connect_client().status(name)
     return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
 
 
@@ -173,7 +172,7 @@ def test_tinyint1_key_keeps_every_key_and_a_non_boolean_value_is_dead_lettered(
         ).collect()
         assert len(dead) == 1 and "column f: value does not convert" in dead[0].error, dead
     finally:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()
@@ -270,7 +269,7 @@ def test_connector_replay_from_older_offsets_changes_nothing(maria: Mirrored) ->
 
 
 def replay_from_older_offsets(maria: Mirrored) -> None:
-    client = ConnectClient(services.CONNECT)
+    client = services.connect_client()
     name = f"cdcmirror-{maria.name}"
     older = client.offsets(name)  # where the connector is now ...
     maria.workload.run(300)  # ... then more changes, mirrored

@@ -18,7 +18,6 @@ from confluent_kafka import Producer
 from cdcmirror.bootstrap.connector import connector_name
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connector_health import failed
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import REGISTRY
@@ -869,7 +868,7 @@ def test_connector_failed_while_the_registry_was_down_is_restarted_by_the_mirror
     the registry is back, the continuous mirror's connector watch restarts the task (nothing
     else here does) and the rows written meanwhile arrive."""
     m = pg_avro
-    connect = ConnectClient(services.CONNECT)
+    connect = services.connect_client()
     name = connector_name(m.name)
     stack = Stack()
     watch = {"CDCMIRROR_MIRROR__CONNECTOR_CHECK_SECONDS": "2"}

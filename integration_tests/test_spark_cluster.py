@@ -22,7 +22,6 @@ import pytest
 from cdcmirror.catalog_properties import spark_catalog_conf
 from cdcmirror.checkpoint_store import checkpoint_files
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.mirror.checkpoint import holds_batches
@@ -161,7 +160,7 @@ def maria_rest(spark_cluster: Stack, mariadb: None, spark_world: SparkWorld) -> 
     try:
         yield RestMirrored(database, source, config, spark_world.spark, workload, [])
     finally:
-        ConnectClient(services.CONNECT).delete(f"cdcmirror-{database}")
+        services.connect_client().delete(f"cdcmirror-{database}")
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {database}")
         admin.close()

@@ -7,7 +7,6 @@ import time
 
 from cdcmirror.bootstrap.connector import connector_name, slot_name
 from cdcmirror.catalog import load_catalog
-from cdcmirror.connect_client import ConnectClient
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.health import topics_named
 from integration_tests import mirror_scenarios as sc
@@ -34,7 +33,7 @@ def test_left_slot_is_warned_about_then_teardown_removes_everything(
         sc.workload_then_same(m, 50)
         connector, slot = connector_name(m.name), slot_name(m.name)
         assert _slot(slot) == (True,)
-        ConnectClient(services.CONNECT).delete(connector)  # the old way to remove a mirror
+        services.connect_client().delete(connector)  # the old way to remove a mirror
         for _ in range(60):
             if _slot(slot) == (False,):
                 break

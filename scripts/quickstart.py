@@ -213,7 +213,7 @@ def main() -> None:
     # The first quickstart registered a connector named "shop" on the same replication slot
     # and topic prefix; its events are not this demo's (it never snapshotted the columns
     # added above), so it goes, with its topic.
-    client = ConnectClient(config.connect.url)
+    client = ConnectClient.of(config.connect)
     if LEGACY_CONNECTOR in client.names():
         say("removing the connector and topic of an earlier quickstart")
         client.delete(LEGACY_CONNECTOR)

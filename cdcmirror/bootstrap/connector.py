@@ -78,17 +78,18 @@ class ConnectorPlan:
     config: dict[str, str]
     password: str = field(repr=False)
     kafka_password: str = field(default="", repr=False)  # the schema history's login
+    registry_password: str = field(default="", repr=False)  # the Avro converter's login
 
     @property
-    def secrets(self) -> tuple[str, str]:
-        """What the secret file holds: the source's password, then Kafka's."""
-        return self.password, self.kafka_password
+    def secrets(self) -> tuple[str, str, str]:
+        """What the secret file holds: the source's password, Kafka's, the registry's."""
+        return self.password, self.kafka_password, self.registry_password
 
 
 APICURIO_CCOMPAT = "/apis/ccompat/v7"
 
 
-def converter_settings(kafka: Kafka) -> dict[str, str]:
+def converter_settings(kafka: Kafka, password_ref: str = "") -> dict[str, str]:
     """Converter overrides for the ``[kafka]`` format (the templates carry JSON with
     schemas).
 
@@ -127,11 +128,19 @@ def converter_settings(kafka: Kafka) -> dict[str, str]:
                 ".apicurio.registry.use-id": "contentId",
                 ".apicurio.registry.headers.enabled": "false",
             }
+            if kafka.registry_auth:  # basic auth (Apicurio 2.x's serde keys)
+                settings[".apicurio.auth.username"] = kafka.schema_registry_username
+                settings[".apicurio.auth.password"] = password_ref
         else:
             settings = {
                 "": "io.confluent.connect.avro.AvroConverter",
                 ".schema.registry.url": base,
             }
+            if kafka.registry_auth:
+                settings[".basic.auth.credentials.source"] = "USER_INFO"
+                settings[".basic.auth.user.info"] = (
+                    f"{kafka.schema_registry_username}:{password_ref}"
+                )
         out.update({f"{side}.converter{k}": v for k, v in settings.items()})
     return out
 
@@ -173,7 +182,10 @@ def plan_connector(
     rendered = render_connector(template_name(catalog), params)
     if config.source.unknown_types == "string":
         rendered["include.unknown.datatypes"] = "true"
-    rendered.update(converter_settings(config.kafka))
+    registry_ref = password_reference(
+        mode, secret_path, "registry_password", "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD"
+    )
+    rendered.update(converter_settings(config.kafka, registry_ref))
     if config.kafka.avro:  # the JSON converter's setting, not Avro's
         for side in ("key", "value"):
             rendered.pop(f"{side}.converter.schemas.enable", None)
@@ -189,7 +201,8 @@ def plan_connector(
         rendered.update(history_client_settings(config.kafka, ref))
         kafka_password = config.kafka.sasl_password if config.kafka.sasl else ""
     name = connector_name(source_name)
-    return ConnectorPlan(name, rendered, str(url.password or ""), kafka_password)
+    registry = config.kafka.schema_registry_password if config.kafka.avro else ""
+    return ConnectorPlan(name, rendered, str(url.password or ""), kafka_password, registry)
 
 
 def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: str) -> bool:

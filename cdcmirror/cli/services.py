@@ -130,7 +130,7 @@ def check(ctx: click.Context) -> None:
             "kafka.bootstrap_servers"
         )
     click.echo(f"kafka    ok  {kafka}")
-    plugins = health.connect_plugins(connect, timeout=5.0)
+    plugins = health.connect_plugins(connect, timeout=5.0, auth=config.connect.auth)
     if plugins is None:
         raise ServiceUnavailableError(
             f"Kafka Connect at {connect} does not answer; start it (`cdcmirror stack up`) "
@@ -145,10 +145,10 @@ def check(ctx: click.Context) -> None:
 
     name = connector_name(config.source.name)
     problem = None
-    if name not in ConnectClient(connect).names():
+    if name not in ConnectClient.of(config.connect).names():
         click.echo(f"connector -- {name} is not registered yet (`cdcmirror bootstrap` does it)")
     else:
-        problem = connector_problem(connect, name)
+        problem = connector_problem(config.connect, name)
         if not problem:
             click.echo(f"connector ok {name} RUNNING")
     binlog = None
@@ -158,7 +158,7 @@ def check(ctx: click.Context) -> None:
 
         engine = open_engine(config.source)
         try:
-            binlog = binlog_health(engine, connect, name)
+            binlog = binlog_health(engine, config.connect, name)
         finally:
             engine.dispose()
         if not binlog:

@@ -95,7 +95,7 @@ def require_registry(config: Config) -> str:
     from cdcmirror.stack.health import registry_answers
 
     url = config.kafka.schema_registry_url
-    if not registry_answers(url, timeout=5.0):
+    if not registry_answers(url, timeout=5.0, auth=config.kafka.registry_auth):
         raise ServiceUnavailableError(
             f'the schema registry at {url} does not answer (kafka.format = "avro" needs '
             "it); start it (`cdcmirror stack up` runs one) or fix kafka.schema_registry_url"
@@ -205,7 +205,7 @@ def _plan_connector(
     """The connector's config (with the initial load's snapshot settings), validated by
     Connect before anything is written."""
     secret_path = conn_mod.secret_file(config, config.source.name)
-    client = ConnectClient(config.connect.url)
+    client = ConnectClient.of(config.connect)
     plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config.source))
     load = _decide_load(config, client, plan, catalog_src, desired, initial_load)
     run.step(load.describe())

@@ -179,7 +179,7 @@ def _load_mysql(
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.load_reads import binlog_position
 
-    client = ConnectClient(ctx.config.connect.url)
+    client = ConnectClient.of(ctx.config.connect)
     deadline = time.monotonic() + OFFSET_WAIT_SECONDS
     while (start := connector_position(client, connector)) is None:
         if time.monotonic() > deadline:

@@ -80,17 +80,17 @@ def build_applier(
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
 
     access = CatalogAccess(config, catalog)
-    connect_url = config.connect.url
     connector = connector_name(config.source.name)
 
     def source_health() -> str | None:
-        return connector_problem(connect_url, connector)
+        return connector_problem(config.connect, connector)
 
     cdc_avro = config.kafka.avro
     stream_avro = any(s.format == "avro" for s in config.streams)
     # one client (and one cache of schemas by id) for the CDC topics and the streams
     url = config.kafka.schema_registry_url
-    registry = SchemaRegistry(url) if cdc_avro or stream_avro else None
+    auth = config.kafka.registry_auth
+    registry = SchemaRegistry(url, auth=auth) if cdc_avro or stream_avro else None
     options = ApplierOptions(
         schemas=config.kafka.with_schemas,
         soft_deletes=config.mirror.deletes == "soft",
@@ -192,7 +192,7 @@ def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorW
     from cdcmirror.bootstrap.connector import connector_name
 
     return ConnectorWatch(
-        config.connect.url,
+        config.connect,
         connector_name(config.source.name),
         float(config.mirror.connector_check_seconds),
         config.mirror.restart_failed_tasks,
@@ -218,9 +218,8 @@ def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
         yield None
         return
     try:
-        url = config.connect.url
         name = connector_name(config.source.name)
-        yield lambda: binlog_health(engine, url, name)
+        yield lambda: binlog_health(engine, config.connect, name)
     finally:
         engine.dispose()
 

@@ -230,14 +230,10 @@ def reconcile(
         if config.source.dialect != "postgresql":
             from cdcmirror.binlog_health import binlog_health
 
-            binlog = binlog_health(
-                engine,
-                config.connect.url,
-                connector_name(config.source.name),
-            )
+            binlog = binlog_health(engine, config.connect, connector_name(config.source.name))
     finally:
         engine.dispose()
-    problem = connector_problem(config.connect.url, connector_name(config.source.name))
+    problem = connector_problem(config.connect, connector_name(config.source.name))
     # the counts may agree now, but changes do not reach the mirror (any more); both, as a
     # failed task may be the sign of a reset binlog
     lost = "; ".join(p for p in (problem, binlog) if p)

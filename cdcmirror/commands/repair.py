@@ -117,7 +117,7 @@ def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
         )
     name = connector_name(config.source.name)
     try:
-        running = ConnectClient(config.connect.url).config(name)
+        running = ConnectClient.of(config.connect).config(name)
     except ConnectorError:
         raise ConfigError(
             f"connector {name} is not registered; run `cdcmirror bootstrap` first"

@@ -78,7 +78,8 @@ def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColum
         from cdcmirror.mirror.registry import SchemaRegistry
 
         url = config.kafka.schema_registry_url
-        text = SchemaRegistry(url, retries=()).latest(spec.schema)
+        registry = SchemaRegistry(url, retries=(), auth=config.kafka.registry_auth)
+        text = registry.latest(spec.schema)
         if text is None:
             raise ConfigError(
                 f"{spec.where}: the schema registry at {url} has no subject {spec.schema}; "

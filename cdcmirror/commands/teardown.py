@@ -27,7 +27,7 @@ def gather(config: Config) -> TeardownFacts:
 
     name = config.source.name
     connector = connector_name(name)
-    registered = connector in ConnectClient(config.connect.url).names()
+    registered = connector in ConnectClient.of(config.connect).names()
     engine = open_engine(config.source)
     try:
         slot = None
@@ -87,7 +87,7 @@ def _run(config: Config, step: Step) -> None:
     if step.kind == "connector":
         from cdcmirror.connect_client import ConnectClient
 
-        client = ConnectClient(config.connect.url)
+        client = ConnectClient.of(config.connect)
         # Kafka Connect keeps a deleted connector's offsets, and a connector registered again
         # under the name would resume from them instead of taking a new snapshot
         client.stop(step.target)

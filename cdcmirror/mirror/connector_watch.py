@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from cdcmirror.config_sections import Connect
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connector_health import RestartBackoff, failed, status_problem
 
@@ -28,17 +29,17 @@ class ConnectorWatch:
 
     def __init__(
         self,
-        connect_url: str,
+        connect: Connect,
         name: str,
         every: float,
         restart: bool,
         source_check: Callable[[], str | None] | None = None,
     ) -> None:
-        self.url, self.name, self.every, self.restart = connect_url, name, every, restart
+        self.url, self.name, self.every, self.restart = connect.url, name, every, restart
         self.source_check = source_check
         self.backoff = RestartBackoff()
         self.restarts = 0
-        self._client = ConnectClient(connect_url, timeout=10.0)
+        self._client = ConnectClient.of(connect, timeout=10.0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cdcmirror-connector", daemon=True)
 

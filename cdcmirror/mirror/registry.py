@@ -17,18 +17,25 @@ import time
 import urllib.error
 import urllib.request
 
-from cdcmirror.exceptions import ServiceUnavailableError
+from cdcmirror.exceptions import ConfigError, ServiceUnavailableError
+from cdcmirror.http_auth import basic_auth
 
 NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answered 404
 
 
 class SchemaRegistry:
     def __init__(
-        self, url: str, timeout: float = 15.0, retries: tuple[float, ...] = NOT_FOUND_RETRIES
+        self,
+        url: str,
+        timeout: float = 15.0,
+        retries: tuple[float, ...] = NOT_FOUND_RETRIES,
+        auth: tuple[str, str] | None = None,
     ) -> None:
+        """``auth``: the user name and password of the registry's basic authentication."""
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.retries = retries
+        self._auth = auth
         self._cache: dict[int, str] = {}
         self._lock = threading.Lock()
 
@@ -60,13 +67,21 @@ class SchemaRegistry:
         return self._fetch_path(f"schemas/ids/{sid}", f"schema id {sid}")
 
     def _fetch_path(self, path: str, what: str) -> str | None:
-        address = f"{self.url}/{path}"
+        request = urllib.request.Request(f"{self.url}/{path}")
+        if self._auth is not None:
+            request.add_header("Authorization", basic_auth(*self._auth))
         try:
-            with urllib.request.urlopen(address, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
                 body = json.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
+            if exc.code in (401, 403):
+                raise ConfigError(
+                    f"the schema registry at {self.url} refused cdcmirror's login (HTTP "
+                    f"{exc.code}): set kafka.schema_registry_username and "
+                    "kafka.schema_registry_password (or kafka.schema_registry_password_file)"
+                ) from exc
             raise ServiceUnavailableError(
                 f"the schema registry at {self.url} answered HTTP {exc.code} for {what}; "
                 "check kafka.schema_registry_url (a Confluent-compatible API)"

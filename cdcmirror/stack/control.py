@@ -78,6 +78,10 @@ class Stack:
         return self.root / "data" / "kafka"
 
     @property
+    def connect_jaas(self) -> Path:
+        return self.root / "config" / "connect-jaas.conf"
+
+    @property
     def tls_dir(self) -> Path:
         """The secured listener's CA and key store (``tls.py``)."""
         return self.root / "tls"
@@ -101,7 +105,7 @@ class Stack:
             return health.broker_answers_metadata(KAFKA.address())
         if part is REGISTRY:
             return health.registry_answers(REGISTRY.address() + layout.REGISTRY_CCOMPAT_PATH)
-        plugins = health.connect_plugins(CONNECT.address())
+        plugins = health.connect_plugins(CONNECT.address(), auth=layout.CONNECT_LOGIN)
         return plugins is not None and all(p in plugins for p in layout.DEBEZIUM_PLUGINS)
 
     def status(self, with_cluster: bool | None = None) -> list[PartStatus]:
@@ -145,8 +149,9 @@ class Stack:
             if part is REGISTRY:
                 cmd = layout.registry_command(java, registry_jars[0], self.registry_data)
             else:
+                jaas = self.connect_jaas if part is CONNECT else None
                 cmd = layout.java_command(
-                    java, part, classpath, self.config_file(part), self.log4j_file
+                    java, part, classpath, self.config_file(part), self.log4j_file, jaas
                 )
             self._ensure_running(part, cmd, say)
             if part is KAFKA:  # before Connect, whose clients may log in with it
@@ -196,6 +201,9 @@ class Stack:
         keystore = tls.ensure_certificates(self.tls_dir)
         self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data, keystore))
         self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
+        users = self.root / "config" / "connect-users.properties"
+        _write_private(users, layout.connect_users(*layout.CONNECT_LOGIN))
+        self.connect_jaas.write_text(layout.connect_jaas(users))
 
     def _ensure_running(
         self, part: StackPart, cmd: list[str], say: Progress, env: dict[str, str] | None = None
@@ -276,6 +284,14 @@ class Stack:
                 killed = processes.stop(pid)
                 say(f"{part.name}: stopped (pid {pid}{', killed' if killed else ''})")
             self.pid_file(part).unlink(missing_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner reads."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    path.chmod(0o600)
 
 
 def _java() -> str:

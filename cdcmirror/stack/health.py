@@ -95,11 +95,25 @@ def committed_end_offsets(
     return out
 
 
-def connect_plugins(url: str, timeout: float = 3.0) -> list[str] | None:
-    """The connector classes a Connect worker lists, or None when it does not answer."""
+def connect_plugins(
+    url: str, timeout: float = 3.0, auth: tuple[str, str] | None = None
+) -> list[str] | None:
+    """The connector classes a Connect worker lists, or None when it does not answer; a
+    refused login (``auth``: basic auth's user and password) is a ConfigError."""
+    from cdcmirror.connect_client import refused
+    from cdcmirror.exceptions import ConfigError
+    from cdcmirror.http_auth import basic_auth
+
+    request = urllib.request.Request(f"{url.rstrip('/')}/connector-plugins")
+    if auth is not None:
+        request.add_header("Authorization", basic_auth(*auth))
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/connector-plugins", timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             body = json.loads(r.read().decode())
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(refused(url, exc.code)) from exc
+        return None
     except (urllib.error.URLError, OSError, ValueError):
         return None
     return [str(p.get("class")) for p in body]
@@ -111,11 +125,26 @@ _QUIET.setLevel(logging.CRITICAL)
 _QUIET.propagate = False
 
 
-def registry_answers(url: str, timeout: float = 3.0) -> bool:
-    """True when a schema registry's Confluent-compatible API lists its subjects."""
+def registry_answers(url: str, timeout: float = 3.0, auth: tuple[str, str] | None = None) -> bool:
+    """True when a schema registry's Confluent-compatible API lists its subjects (``auth``:
+    its basic-auth login)."""
+    from cdcmirror.http_auth import basic_auth
+
+    request = urllib.request.Request(f"{url.rstrip('/')}/subjects")
+    if auth is not None:
+        request.add_header("Authorization", basic_auth(*auth))
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/subjects", timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             return isinstance(json.loads(r.read().decode()), list)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            from cdcmirror.exceptions import ConfigError
+
+            raise ConfigError(
+                f"the schema registry at {url} refused cdcmirror's login (HTTP {exc.code}): "
+                "set kafka.schema_registry_username and kafka.schema_registry_password"
+            ) from exc
+        return False
     except (urllib.error.URLError, OSError, ValueError):
         return False
 

@@ -21,6 +21,10 @@ DEBEZIUM_PLUGINS = (
 )
 
 PROVIDERS = "org.apache.kafka.common.config.provider"
+BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension"
+# the REST API's basic-auth login: the local stack's own (config_schema's default
+# [connect] username and password), like the S3 keys and the sources' passwords
+CONNECT_LOGIN = ("cdcmirror", "cdcmirror-local-only")
 
 CONNECT_TOPICS = {
     "config.storage.topic": "_cdcmirror_connect_configs",
@@ -133,6 +137,8 @@ def connect_properties(plugin_path: Path) -> str:
             "offset.flush.interval.ms": "1000",
             "scheduled.rebalance.max.delay.ms": "0",
             "exactly.once.source.support": "enabled",
+            # basic auth on the REST API (users in connect_users(), JAAS: connect_jaas())
+            "rest.extension.classes": f"{BASIC_AUTH}.BasicAuthSecurityRestExtension",
             "plugin.path": str(plugin_path),
             "plugin.discovery": "service_load",
             "config.providers": "file,env",
@@ -140,6 +146,20 @@ def connect_properties(plugin_path: Path) -> str:
             "config.providers.env.class": f"{PROVIDERS}.EnvVarConfigProvider",
         }
     )
+
+
+def connect_jaas(users_file: Path) -> str:
+    """The JAAS file of the Connect worker: its REST logins checked against ``users_file``."""
+    return (
+        "KafkaConnect {\n"
+        f'  {BASIC_AUTH}.PropertyFileLoginModule required file="{users_file}";\n'
+        "};\n"
+    )
+
+
+def connect_users(user: str, password: str) -> str:
+    """The users file of ``connect_jaas``: ``user=password`` lines."""
+    return _properties({user: password})
 
 
 def log4j2_properties() -> str:
@@ -165,6 +185,7 @@ def java_command(
     classpath: list[Path],
     config_file: Path,
     log4j_file: Path,
+    jaas_file: Path | None = None,
 ) -> list[str]:
     """The command line of one part; ``-Dcdcmirror.stack=NAME`` marks it as ours."""
     return [
@@ -173,6 +194,7 @@ def java_command(
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={log4j_file}",
+        *([f"-Djava.security.auth.login.config={jaas_file}"] if jaas_file else []),
         f"-Dcdcmirror.stack={part.name}",
         "-cp",
         ":".join(str(p) for p in classpath),

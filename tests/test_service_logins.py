@@ -1,0 +1,91 @@
+"""Basic-auth logins of the REST services: ``[connect]``'s (the local stack's own by default,
+natively and in compose) and the schema registry's (to our registry client and to the Avro
+converters, by a provider reference); password files; masked when printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdcmirror.bootstrap.connector import converter_settings
+from cdcmirror.config import load_config
+from cdcmirror.connect_client import ConnectClient
+from cdcmirror.connectors import write_secret_file
+from cdcmirror.exceptions import ConfigError
+from cdcmirror.redaction import redacted
+from cdcmirror.stack import layout
+
+COMPOSE = Path(__file__).parents[1] / "compose"
+
+
+def test_default_login_is_the_local_stacks_natively_and_in_compose(tmp_path: Path) -> None:
+    config = load_config(environ={}, cwd=tmp_path)
+    assert config.connect.auth == layout.CONNECT_LOGIN
+    users = (COMPOSE / "connect-users.properties").read_text()
+    assert "{}={}".format(*layout.CONNECT_LOGIN) in users.splitlines()
+    assert layout.connect_users(*layout.CONNECT_LOGIN) == "{}={}\n".format(*layout.CONNECT_LOGIN)
+    jaas = layout.connect_jaas(Path("/s/users.properties"))
+    assert 'PropertyFileLoginModule required file="/s/users.properties";' in jaas
+    assert jaas.startswith("KafkaConnect {")
+
+
+def test_password_file_replaces_the_default(tmp_path: Path) -> None:
+    (tmp_path / "connect.secret").write_text("rest-pw\n")
+    env = {
+        "CDCMIRROR_CONNECT__USERNAME": "ops",
+        "CDCMIRROR_CONNECT__PASSWORD_FILE": "connect.secret",
+    }
+    config = load_config(environ=env, cwd=tmp_path)
+    assert config.connect.auth == ("ops", "rest-pw")
+    assert "rest-pw" not in str(redacted(config)) and "rest-pw" not in repr(config.connect)
+    client = ConnectClient.of(config.connect)
+    assert client._headers["Authorization"] == "Basic b3BzOnJlc3QtcHc="
+
+
+def test_password_and_its_file_together_are_refused(tmp_path: Path) -> None:
+    env = {"CDCMIRROR_CONNECT__PASSWORD": "a", "CDCMIRROR_CONNECT__PASSWORD_FILE": "f"}
+    with pytest.raises(ConfigError, match="both set"):
+        load_config(environ=env, cwd=tmp_path)
+
+
+def test_no_user_name_sends_no_login(tmp_path: Path) -> None:
+    config = load_config(environ={"CDCMIRROR_CONNECT__USERNAME": ""}, cwd=tmp_path)
+    assert config.connect.auth is None
+    assert "Authorization" not in ConnectClient.of(config.connect)._headers
+
+
+REGISTRY = {
+    "CDCMIRROR_KAFKA__FORMAT": "avro",
+    "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_USERNAME": "sr-user",
+    "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD": "sr-pw",
+}
+
+
+def test_registry_login_reaches_both_converters_as_a_reference(tmp_path: Path) -> None:
+    apicurio = load_config(environ=REGISTRY, cwd=tmp_path).kafka
+    assert apicurio.registry_auth == ("sr-user", "sr-pw")
+    s = converter_settings(apicurio, "${file:/s:registry_password}")
+    for side in ("key", "value"):
+        assert s[f"{side}.converter.apicurio.auth.username"] == "sr-user"
+        assert s[f"{side}.converter.apicurio.auth.password"] == "${file:/s:registry_password}"
+    env = {**REGISTRY, "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_URL": "https://sr.example"}
+    confluent = load_config(environ=env, cwd=tmp_path).kafka
+    s = converter_settings(confluent, "${env:P}")
+    assert s["value.converter.basic.auth.credentials.source"] == "USER_INFO"
+    assert s["value.converter.basic.auth.user.info"] == "sr-user:${env:P}"
+    assert "sr-pw" not in str(s)
+    config = load_config(environ=REGISTRY, cwd=tmp_path)
+    assert "sr-pw" not in str(redacted(config)) and "sr-pw" not in repr(config.kafka)
+
+
+def test_no_registry_user_sends_no_login(tmp_path: Path) -> None:
+    kafka = load_config(environ={"CDCMIRROR_KAFKA__FORMAT": "avro"}, cwd=tmp_path).kafka
+    assert kafka.registry_auth is None
+    assert not any("auth" in k for k in converter_settings(kafka, "${env:P}"))
+
+
+def test_secret_file_holds_each_password_given(tmp_path: Path) -> None:
+    path = write_secret_file(tmp_path / "s", "db", "", "sr")
+    assert path.read_text() == "password=db\nregistry_password=sr\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
