@@ -152,6 +152,29 @@ def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: st
     return out
 
 
+FILE_SUFFIX = "_file"
+
+
+def _from_file(name: str, raw: str, section: str, last: str, rest: list[str]) -> tuple[str, str]:
+    """Docker secrets' convention: ``CDCMIRROR_<SECTION>__<KEY>_FILE=/path`` sets the key to
+    the file's content (stripped), for any key that is not itself a ``*_file`` key, inside
+    tables too (``CDCMIRROR_ICEBERG__CATALOG__S3.SECRET-ACCESS-KEY_FILE``). Returns the
+    value and the key it sets."""
+    schema = SCHEMA.get(section, {})
+    literal = last in schema and not rest
+    if literal or not last.endswith(FILE_SUFFIX) or not last[: -len(FILE_SUFFIX)]:
+        return raw, last
+    if not rest and last[: -len(FILE_SUFFIX)] not in schema:
+        return raw, last  # an unknown key: reported as such by the caller
+    try:
+        return Path(raw).expanduser().read_text("utf-8").strip(), last[: -len(FILE_SUFFIX)]
+    except OSError as exc:
+        raise ConfigError(
+            f"{name}: the file {raw} cannot be read ({exc.strerror}); fix the path or its "
+            "permissions"
+        ) from exc
+
+
 def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) -> list[str]:
     applied = []
     for name, raw in sorted(environ.items()):
@@ -161,6 +184,8 @@ def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) ->
             applied.append(name)  # _raw_streams
             continue
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        if len(parts) > 1:
+            raw, parts[-1] = _from_file(name, raw, parts[0], parts[-1], parts[2:])
         section, key, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
         kind = SCHEMA.get(section, {}).get(key)
         if kind is None:

@@ -150,3 +150,38 @@ def test_the_repr_of_a_config_holds_no_secret(tmp_path: Path) -> None:
     }
     text = repr(load_config(environ=env, cwd=tmp_path))
     assert "shop" in text and not any(f"pw-{n}" in text for n in ("one", "two", "three"))
+
+
+def test_any_key_from_a_file_by_its_env_variable(tmp_path: Path) -> None:
+    """Docker secrets' convention, ``<VARIABLE>_FILE``: scalar keys and keys of tables."""
+    (tmp_path / "s3").write_text("s3-secret\n")
+    (tmp_path / "db").write_text("db-secret\n")
+    env = {
+        "CDCMIRROR_ICEBERG__CATALOG__S3.SECRET-ACCESS-KEY_FILE": str(tmp_path / "s3"),
+        "CDCMIRROR_SOURCE__PASSWORD_FILE": str(tmp_path / "db"),
+        "CDCMIRROR_SPARK__CONF__SPARK.HADOOP.FS.S3A.SECRET.KEY_FILE": str(tmp_path / "s3"),
+    }
+    config = load_config(environ=env, cwd=tmp_path)
+    assert config.iceberg.catalog["s3.secret-access-key"] == "s3-secret"
+    assert config.source.password == "db-secret"
+    assert config.spark.conf["spark.hadoop.fs.s3a.secret.key"] == "s3-secret"
+    assert "s3-secret" not in str(redacted(config)) and "db-secret" not in str(redacted(config))
+
+
+def test_a_real_file_key_keeps_its_meaning(tmp_path: Path) -> None:
+    (tmp_path / "k").write_text("kafka-pw\n")
+    env = {"CDCMIRROR_KAFKA__SASL_PASSWORD_FILE": "k", "CDCMIRROR_KAFKA__SASL_USERNAME": "u"}
+    env["CDCMIRROR_KAFKA__SECURITY_PROTOCOL"] = "SASL_SSL"
+    config = load_config(environ=env, cwd=tmp_path)  # relative to the config's directory
+    assert config.kafka.sasl_password_file == "k" and config.kafka.sasl_password == "kafka-pw"
+
+
+def test_unreadable_secret_file_names_the_variable(tmp_path: Path) -> None:
+    env = {"CDCMIRROR_ICEBERG__CATALOG__TOKEN_FILE": str(tmp_path / "missing")}
+    with pytest.raises(ConfigError, match=r"CDCMIRROR_ICEBERG__CATALOG__TOKEN_FILE: the file"):
+        load_config(environ=env, cwd=tmp_path)
+
+
+def test_unknown_file_variable_is_still_unknown(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown config key source\.nothing_file"):
+        load_config(environ={"CDCMIRROR_SOURCE__NOTHING_FILE": "/x"}, cwd=tmp_path)
