@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,10 +235,14 @@ def wait_published(prefix: str, timeout: float = 120.0) -> None:
     change committed so far. A logical decoding message written now is decoded after them
     (WAL order) and Debezium publishes it to ``<prefix>.message``; once it is there, so are
     they. A condition, not a guess of Debezium's latency."""
-    marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
-    with pg_connect() as conn:
-        conn.execute("SELECT pg_logical_emit_message(true, %s, 'settle')", (marker,))
-    _wait_marker(prefix, f"{prefix}.message", marker, timeout)
+
+    def emit() -> str:
+        marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
+        with pg_connect() as conn:
+            conn.execute("SELECT pg_logical_emit_message(true, %s, 'settle')", (marker,))
+        return marker
+
+    _wait_marker(prefix, f"{prefix}.message", emit, timeout)
 
 
 def maria_has_signal_table(database: str) -> bool:
@@ -258,17 +262,32 @@ def wait_published_maria(prefix: str, database: str, timeout: float = 120.0) -> 
     (Debezium captures it: the connector lists it; a ``log`` signal, which only logs). The
     binlog holds it after every change committed so far, and the connector publishes it to
     ``<prefix>.<database>.cdcmirror_signal`` after them."""
-    marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
-    with maria_connect(database) as conn, conn.cursor() as cur:
-        cur.execute(
-            "INSERT INTO cdcmirror_signal (id, type, data) "
-            "VALUES (%s, 'log', '{\"message\": \"cdcmirror test settle\"}')",
-            (marker,),
-        )
-    _wait_marker(prefix, f"{prefix}.{database}.cdcmirror_signal", marker, timeout)
+
+    def emit() -> str:
+        marker = f"cdcmirror-settle-{uuid.uuid4().hex}"
+        with maria_connect(database) as conn, conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO cdcmirror_signal (id, type, data) "
+                "VALUES (%s, 'log', '{\"message\": \"cdcmirror test settle\"}')",
+                (marker,),
+            )
+        return marker
+
+    _wait_marker(prefix, f"{prefix}.{database}.cdcmirror_signal", emit, timeout)
 
 
-def _wait_marker(prefix: str, topic: str, marker: str, timeout: float) -> None:
+MARKER_AGAIN = 15.0  # seconds before a marker not yet published is followed by another
+
+
+def _wait_marker(
+    prefix: str, topic: str, emit: Callable[[], str], timeout: float, again: float = MARKER_AGAIN
+) -> None:
+    """Wait until a marker that ``emit`` wrote reaches ``topic``. A connector just
+    registered may not have fixed its start yet (a MariaDB snapshot reads its binlog position
+    a moment after the task starts, and the signal table's rows are not snapshotted): a
+    marker written before that start is never published. So while none has arrived, another
+    is written every ``again`` seconds; any of them arriving means every change committed
+    before it is published."""
     consumer = Consumer(
         {
             "bootstrap.servers": KAFKA,
@@ -281,15 +300,21 @@ def _wait_marker(prefix: str, topic: str, marker: str, timeout: float) -> None:
     )
     consumer.subscribe([topic])
     deadline = time.monotonic() + timeout
+    markers = [emit().encode()]
+    next_at = time.monotonic() + again
     try:
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
-            if msg is not None and not msg.error() and marker.encode() in (msg.value() or b""):
+            value = msg.value() if msg is not None and not msg.error() else None
+            if value and any(marker in value for marker in markers):
                 return
+            if time.monotonic() >= next_at:
+                markers.append(emit().encode())
+                next_at = time.monotonic() + again
     finally:
         consumer.close()
     raise AssertionError(
-        f"connector {prefix}: the marker {marker} did not reach {topic} in "
+        f"connector {prefix}: none of {len(markers)} markers reached {topic} in "
         f"{timeout:.0f} s (is the connector running?)"
     )
 
