@@ -23,6 +23,15 @@ from cdcmirror.http_auth import basic_auth
 NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answered 404
 
 
+def refused(url: str, code: int) -> str:
+    """What a registry that refused cdcmirror's login (HTTP 401/403) is reported as."""
+    return (
+        f"the schema registry at {url} refused cdcmirror's login (HTTP {code}): set "
+        "kafka.schema_registry_username and kafka.schema_registry_password (or "
+        "kafka.schema_registry_password_file)"
+    )
+
+
 class SchemaRegistry:
     def __init__(
         self,
@@ -77,11 +86,7 @@ class SchemaRegistry:
             if exc.code == 404:
                 return None
             if exc.code in (401, 403):
-                raise ConfigError(
-                    f"the schema registry at {self.url} refused cdcmirror's login (HTTP "
-                    f"{exc.code}): set kafka.schema_registry_username and "
-                    "kafka.schema_registry_password (or kafka.schema_registry_password_file)"
-                ) from exc
+                raise ConfigError(refused(self.url, exc.code)) from exc
             raise ServiceUnavailableError(
                 f"the schema registry at {self.url} answered HTTP {exc.code} for {what}; "
                 "check kafka.schema_registry_url (a Confluent-compatible API)"

@@ -156,7 +156,11 @@ class Stack:
             self._ensure_running(part, cmd, say)
             if part is KAFKA:  # before Connect, whose clients may log in with it
                 health.ensure_scram_user(
-                    KAFKA.address(), tls.SCRAM_USER, tls.SCRAM_PASSWORD, tls.SCRAM_MECHANISM
+                    KAFKA.address(),
+                    tls.SCRAM_USER,
+                    tls.SCRAM_PASSWORD,
+                    tls.SCRAM_MECHANISM,
+                    tls.SCRAM_ITERATIONS,
                 )
         if with_cluster:
             self.up_cluster(say)

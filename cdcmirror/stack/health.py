@@ -49,7 +49,9 @@ def kafka_problem(brokers: Brokers, timeout: float = 3.0) -> str | None:
     return None if meta is not None and meta.brokers else "unreachable"
 
 
-def ensure_scram_user(brokers: Brokers, user: str, password: str, mechanism: str) -> None:
+def ensure_scram_user(
+    brokers: Brokers, user: str, password: str, mechanism: str, iterations: int
+) -> None:
     """Create the SCRAM credential of ``user`` (or set its password): idempotent."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         ScramCredentialInfo,
@@ -57,7 +59,8 @@ def ensure_scram_user(brokers: Brokers, user: str, password: str, mechanism: str
         UserScramCredentialUpsertion,
     )
 
-    info = ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")), 8192)
+    kind = getattr(ScramMechanism, mechanism.replace("-", "_"))
+    info = ScramCredentialInfo(kind, iterations)
     admin = AdminClient(_conf(brokers))
     futures = admin.alter_user_scram_credentials(
         [UserScramCredentialUpsertion(user, info, password.encode())]
@@ -139,11 +142,9 @@ def registry_answers(url: str, timeout: float = 3.0, auth: tuple[str, str] | Non
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             from cdcmirror.exceptions import ConfigError
+            from cdcmirror.mirror.registry import refused
 
-            raise ConfigError(
-                f"the schema registry at {url} refused cdcmirror's login (HTTP {exc.code}): "
-                "set kafka.schema_registry_username and kafka.schema_registry_password"
-            ) from exc
+            raise ConfigError(refused(url, exc.code)) from exc
         return False
     except (urllib.error.URLError, OSError, ValueError):
         return False
