@@ -5,7 +5,8 @@
    registered in the stack's registry) to another;
 2. plain Spark: a batch read of the topic, ``from_json`` (or ``from_avro`` of the body
    after the 5-byte frame) with the same columns, the Kafka coordinates, appended to a new
-   Iceberg table: the bound on this machine;
+   Iceberg table partitioned by day of the Kafka timestamp, as the stream's is: the bound
+   on this machine;
 3. cdcmirror: the stream's table made as bootstrap makes it (schema inferred from the
    topic), then `cdcmirror mirror --available-now` appends the topic in one batch (decode,
    dead-letter check, the exactly-once filter, the commit with its offsets).
@@ -17,7 +18,10 @@ R events/s for S seconds: the delay of each event is ``_ingested_at - _kafka_tim
 the table gained per hour. Needs the stack (`make stack-up`).
 
     .venv/bin/python benchmarks/stream_append.py [N] [--avro] [--freshness 1,10] [--seconds S]
-        [--rate R]
+        [--rate R] [--events-per-task N]
+
+``--events-per-task``: the job's ``mirror.events_per_task`` (default 25,000, the config's
+default; 0: one task per Kafka partition, as the plain read has).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from integration_tests import services
 from integration_tests.mirror_env import MirrorJob
 
 SCHEMA = "user BIGINT, page STRING, ms DOUBLE, ts STRING, n BIGINT"
+EVENTS_PER_TASK = 25_000  # mirror.events_per_task (--events-per-task N)
 
 
 AVRO = {
@@ -105,6 +110,7 @@ def config_for(
         "CDCMIRROR_ICEBERG__NAMESPACE": name,
         "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{name}",
         "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": "0",
+        "CDCMIRROR_MIRROR__EVENTS_PER_TASK": str(EVENTS_PER_TASK),
         "CDCMIRROR_MIRROR__TRIGGER": trigger,
         "CDCMIRROR_STREAMS__0__TOPIC": topic,
         "CDCMIRROR_STREAMS__0__TABLE": "events",
@@ -141,7 +147,8 @@ def plain(spark: Any, topic: str, n: int, name: str, avro: bool = False) -> floa
         )
         .select("e.*", "topic", "partition", "offset", "timestamp")
     )
-    frame.writeTo(f"{name}.events").using("iceberg").create()
+    # partitioned as the stream's table is (day(_kafka_timestamp))
+    frame.writeTo(f"{name}.events").using("iceberg").partitionedBy(F.days("timestamp")).create()
     seconds = time.monotonic() - started
     assert spark.table(f"{name}.events").count() == n
     return seconds
@@ -249,7 +256,7 @@ def main(n: int, avro: bool, triggers: list[int], seconds: int, rate: int) -> No
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    opts = {"--freshness": "", "--seconds": "120", "--rate": "500"}
+    opts = {"--freshness": "", "--seconds": "120", "--rate": "500", "--events-per-task": "25000"}
     for key in list(opts):
         if key in args:
             i = args.index(key)
@@ -259,5 +266,6 @@ if __name__ == "__main__":
     args = [a for a in args if a != "--avro"]
     count = int(args[0]) if args else 1_000_000
     trig = [int(x) for x in opts["--freshness"].split(",") if x]
+    EVENTS_PER_TASK = int(opts["--events-per-task"])
     with services.forgetting_made():
         main(count, with_avro, trig, int(opts["--seconds"]), int(opts["--rate"]))

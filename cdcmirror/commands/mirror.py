@@ -70,9 +70,11 @@ def build_applier(
     spark: Any,
     metrics: MirrorMetrics | None = None,
     streams: JobStreams | None = None,
+    planned: Callable[[int], Any] | None = None,
 ) -> Any:
     """The applier of ``tables`` (and ``streams``) as the mirror job configures it;
-    ``metrics`` counts its batches."""
+    ``metrics`` counts its batches; ``planned`` gives a batch's offset ranges
+    (``mirror/checkpoint.batch_ranges``)."""
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.commands.maintain import settings_of
     from cdcmirror.connector_health import connector_problem
@@ -104,6 +106,7 @@ def build_applier(
         source_health=source_health,
         on_batch=metrics.batch_done if metrics else None,
         on_failure=metrics.batch_failed if metrics else None,
+        batch_ranges=planned,
     )
     hooks = CatalogHooks(access.reload, access.evolve, streams.access.evolve if streams else None)
     mine = {s.identifier: s for s in streams.tables} if streams else {}
@@ -134,7 +137,10 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     try:
         metrics, server = serve_metrics(config)
         spark = build_spark_session(config, "cdcmirror-mirror")
-        applier = build_applier(config, catalog, tables, spark, metrics, streams)
+        starting = resume_offsets(config, catalog, tables, files, streams)
+        applier = build_applier(
+            config, catalog, tables, spark, metrics, streams, planned_by(files, starting)
+        )
         problem = applier.options.source_health()
         if problem:
             logger.error("%s; the mirror applies what Kafka holds and goes on", problem)
@@ -143,7 +149,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
             applier,
             spark_options(config),
             sorted(t.topic for t in tables),
-            resume_offsets(config, catalog, tables, files, streams),
+            starting,
             checkpoint,
             config.mirror.trigger,
             available_now,
@@ -165,6 +171,14 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+def planned_by(files: CheckpointFiles, starting: str) -> Callable[[int], Any]:
+    """A batch's offset ranges from the checkpoint's offset log (``starting``: the query's
+    starting offsets, batch 0's start)."""
+    from cdcmirror.mirror.checkpoint import batch_ranges
+
+    return lambda batch_id: batch_ranges(files, batch_id, starting)
 
 
 def serve_metrics(config: Config) -> tuple[MirrorMetrics | None, Any]:

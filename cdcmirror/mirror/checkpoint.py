@@ -1,11 +1,14 @@
 """What a Structured Streaming checkpoint says the mirror has committed: the Kafka offsets
-of its newest committed micro-batch. Reads the checkpoint's ``offsets/`` and ``commits/``
-logs through ``CheckpointLogs`` (local files or S3: ``checkpoint_store.py``)."""
+of its newest committed micro-batch, and the offsets each micro-batch was planned with.
+Reads the checkpoint's ``offsets/`` and ``commits/`` logs through ``CheckpointLogs``
+(local files or S3: ``checkpoint_store.py``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Protocol
+
+from cdcmirror.mirror.resume import EARLIEST
 
 
 class CheckpointLogs(Protocol):
@@ -59,3 +62,67 @@ def behind(committed: dict[int, int], end: dict[int, int]) -> int:
     6
     """
     return sum(max(0, o - committed.get(p, 0)) for p, o in end.items())
+
+
+# partition -> (first offset that can be in the batch, end offset: the first after it)
+Ranges = dict[str, dict[int, tuple[int, int]]]
+
+
+def batch_ranges(logs: CheckpointLogs, batch_id: int, starting: str) -> Ranges | None:
+    """Per topic and partition, the offsets of micro-batch ``batch_id`` as Spark planned
+    them before running it (its offset log is written first): from the end of the batch
+    before (for batch 0: ``starting``, the query's starting offsets) to this batch's end.
+    A start not known (a partition read from its earliest offset) is ``EARLIEST``. None
+    when the log does not hold the batch."""
+    names = set(logs.names("offsets"))
+    if str(batch_id) not in names:
+        return None
+    ends = parse_offsets_file(logs.read(f"offsets/{batch_id}"))
+    before: dict[str, dict[int, int]] = {}
+    if str(batch_id - 1) in names:
+        before = parse_offsets_file(logs.read(f"offsets/{batch_id - 1}"))
+    elif batch_id == 0:
+        before = parse_starting(starting)
+    return planned_ranges(before, ends)
+
+
+def parse_starting(starting: str) -> dict[str, dict[int, int]]:
+    """Spark's ``startingOffsets`` option as offsets (``earliest``: none known).
+
+    >>> parse_starting('{"t": {"0": 12, "1": -2}}'), parse_starting("earliest")
+    ({'t': {0: 12, 1: -2}}, {})
+    """
+    if not starting.lstrip().startswith("{"):
+        return {}
+    data = json.loads(starting)
+    return {str(t): {int(p): int(o) for p, o in ps.items()} for t, ps in data.items()}
+
+
+def planned_ranges(before: dict[str, dict[int, int]], ends: dict[str, dict[int, int]]) -> Ranges:
+    """The batch's range per partition: from the offset ``before`` it (``EARLIEST`` where
+    none is known or it names a special offset) to its end.
+
+    >>> planned_ranges({"t": {0: 5}}, {"t": {0: 9, 1: 3}})
+    {'t': {0: (5, 9), 1: (-2, 3)}}
+    """
+    out: Ranges = {}
+    for topic, parts in ends.items():
+        known = before.get(topic, {})
+        out[topic] = {
+            p: (known[p] if known.get(p, -1) >= 0 else EARLIEST, end) for p, end in parts.items()
+        }
+    return out
+
+
+def advanced(ranges: Ranges) -> Ranges:
+    """The partitions a batch can hold records of (an end after its start).
+
+    >>> advanced({"t": {0: (5, 5), 1: (-2, 3), 2: (-2, 0)}, "u": {0: (1, 1)}})
+    {'t': {1: (-2, 3)}}
+    """
+    out: Ranges = {}
+    for topic, parts in ranges.items():
+        moved = {p: r for p, r in parts.items() if r[1] > max(r[0], 0)}
+        if moved:
+            out[topic] = moved
+    return out

@@ -13,6 +13,8 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
+A batch of JSON event streams only skips 1. and the cache (``spark/single_pass.py``).
+
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
+from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import batch_summary
@@ -42,6 +45,7 @@ from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_
 from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
+from cdcmirror.spark.single_pass import json_streams_only
 from cdcmirror.spark.stream_apply import (
     Evolve,
     StreamBatch,
@@ -74,6 +78,8 @@ class ApplierOptions:
     # the job's metrics (cdcmirror/metrics.py)
     on_batch: Callable[[list[TableStats], float], None] | None = None
     on_failure: Callable[[], None] | None = None
+    # a batch's offset ranges as Spark planned them (spark/single_pass.py uses them)
+    batch_ranges: Callable[[int], Ranges | None] | None = None
 
 
 class CatalogHooks:
@@ -150,6 +156,10 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
+        only = json_streams_only(self.streams, self.tables, self.options.batch_ranges, batch_id)
+        if only is not None:  # each stream reads its records once, straight from Kafka
+            self._apply_all(df, batch_id, [], only, started, -1.0, True)
+            return
         if self.options.registry is None:  # JSON: checked once, for summary and decode
             df = with_utf8_check(df)
         df = df.persist()
@@ -160,29 +170,40 @@ class Applier:
             # reads the Kafka batch (and caches it)
             summary = topics_of_batch(df, self._kind, sorted(self.tables) if self.streams else None)
             read_seconds = time.monotonic() - started
-            work = []
-            for topic, parts in summary.items():
-                table = self.tables.get(topic)
-                if table is None:
-                    continue
-                work.append((table, parts))
-            with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
-                futures = [
-                    pool.submit(self._apply_counted, df, batch_id, table, parts)
-                    for table, parts in work
-                ]
-                futures += [
-                    pool.submit(
-                        self._apply_stream, raw if raw is not None else df, batch_id, st, parts
-                    )
-                    for st, parts in streams_in(self.streams, summary)
-                ]
-                results = [f.result() for f in futures]
-            self._finish(batch_id, results, started, read_seconds)
+            work = [(self.tables[t], p) for t, p in summary.items() if t in self.tables]
+            streams = streams_in(self.streams, summary)
+            records = raw if raw is not None else df
+            self._apply_all(records, batch_id, work, streams, started, read_seconds, False, df)
         finally:
             df.unpersist()
             if raw is not None:
                 raw.unpersist()
+
+    def _apply_all(
+        self,
+        records: Any,
+        batch_id: int,
+        work: list[tuple[MirrorTable, dict[str, Any]]],
+        streams: list[tuple[StreamTable, StreamParts]],
+        started: float,
+        read_seconds: float,
+        single_pass: bool,
+        decoded: Any = None,
+    ) -> None:
+        """Apply the tables (``decoded``: the batch as they read it) and the streams
+        (``records``: the batch's Kafka records) concurrently, then ``_finish``
+        (``read_seconds`` < 0: the streams read the batch once, no first look)."""
+        with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
+            futures = [
+                pool.submit(self._apply_counted, decoded, batch_id, table, parts)
+                for table, parts in work
+            ]
+            futures += [
+                pool.submit(self._apply_stream, records, batch_id, st, parts, single_pass)
+                for st, parts in streams
+            ]
+            results = [f.result() for f in futures]
+        self._finish(batch_id, results, started, read_seconds)
 
     def _finish(
         self, batch_id: int, results: list[tuple[TableStats, Any]], started: float, read: float
@@ -205,11 +226,11 @@ class Applier:
             self._maintain()
         seconds = time.monotonic() - started
         logger.info(
-            "batch %d done in %.2fs (read and summary %.2fs, tables %.2fs, dead letters %.2fs)",
+            "batch %d done in %.2fs (%s, tables %.2fs, dead letters %.2fs)",
             batch_id,
             seconds,
-            read,
-            applied - started - read,
+            "streams only, read once" if read < 0 else f"read and summary {read:.2f}s",
+            applied - started - max(read, 0.0),
             dead_seconds,
         )
         if self.options.on_batch is not None:
@@ -237,13 +258,15 @@ class Applier:
         maintain_between_batches(self.spark, names, self.options.maintain_settings, logger)
 
     def _apply_stream(
-        self, raw: Any, batch_id: int, table: StreamTable, parts: StreamParts
+        self, raw: Any, batch_id: int, table: StreamTable, parts: StreamParts, single_pass: bool
     ) -> tuple[TableStats, Any]:
         evolve = self.hooks.evolve_stream
         assert evolve is not None, "a job with streams evolves them"
         registry = self.options.stream_registry
         batch = StreamBatch(self.batch_spark, table, evolve, self._avro, registry)
-        stats, done, dead = batch.apply_parts(raw, self.query_id or "", batch_id, parts)
+        stats, done, dead = batch.apply_parts(
+            raw, self.query_id or "", batch_id, parts, single_pass
+        )
         with self._lock:
             self.streams[table.identifier] = done
         return stats, dead

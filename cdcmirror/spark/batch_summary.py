@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.evolution import distinct_schemas_sql
 from cdcmirror.sql_text import sql_string
 
@@ -44,4 +45,24 @@ def topics_of_batch(df: Any, kind: str, cdc_topics: list[str] | None) -> dict[st
         t["offsets"][int(r.partition)] = int(r.end_offset)
         t["starts"][int(r.partition)] = int(r.start_offset)
         t["schemas"].update(r.schemas or [])
+    return out
+
+
+def summary_of_ranges(ranges: Ranges) -> dict[str, dict[str, Any]]:
+    """``topics_of_batch``'s answer from the offsets Spark planned the batch with
+    (``mirror/checkpoint.advanced``), read from no record: the last offset of a partition
+    is the one before its end (a transaction marker, perhaps), the first is the planned
+    start, and ``events`` is how many offsets the ranges span (an upper bound).
+
+    >>> summary_of_ranges({"t": {0: (5, 9), 1: (-2, 3)}})["t"]["offsets"]
+    {0: 8, 1: 2}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for topic, parts in ranges.items():
+        out[topic] = {
+            "events": sum(end - max(start, 0) for start, end in parts.values()),
+            "offsets": {p: end - 1 for p, (_, end) in parts.items()},
+            "starts": {p: start for p, (start, _) in parts.items()},
+            "schemas": set(),
+        }
     return out

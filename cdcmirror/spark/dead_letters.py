@@ -60,9 +60,19 @@ def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
             '(mirror.dead_letter = "fail")'
         )
     errors = bad.selectExpr("_partition AS _p", "_offset AS _o", "_error")
-    return raw.join(
-        errors, (raw["partition"] == errors["_p"]) & (raw["offset"] == errors["_o"])
-    ).selectExpr(*RECORD_COLUMNS, "_error AS error", f"'{table.identifier}' AS table_name")
+    return joined_dead(raw, errors, table.identifier)
+
+
+def joined_dead(records: Any, errors: Any, identifier: str) -> Any:
+    """Dead-letter rows of table ``identifier``: the Kafka ``records`` that ``errors``
+    names (columns ``_p`` partition, ``_o`` offset, ``_error``, and ``_t`` topic when the
+    records are of several topics), each with its reason."""
+    on = (records["partition"] == errors["_p"]) & (records["offset"] == errors["_o"])
+    if "_t" in errors.columns:
+        on = on & (records["topic"] == errors["_t"])
+    return records.join(errors, on).selectExpr(
+        *RECORD_COLUMNS, "_error AS error", f"'{identifier}' AS table_name"
+    )
 
 
 def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:

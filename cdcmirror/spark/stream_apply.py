@@ -19,17 +19,19 @@ from cdcmirror.mirror.resume import topics_summary
 from cdcmirror.spark import commits
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.dead_letters import RECORD_COLUMNS
+from cdcmirror.spark.dead_letters import joined_dead
 from cdcmirror.sql_text import spark_name, sql_string
 from cdcmirror.streams.schema import columns_of_avro, infer_columns
 from cdcmirror.streams.spec import StreamSpec
 from cdcmirror.streams.sql import (
     JSON_OPTIONS,
     JSON_TEXT,
+    NEW_FIELDS,
     append_sql,
     decoded_exprs,
     event_ddl,
     held_after,
+    new_fields_guard_sql,
     not_held_sql,
     unknown_fields_sql,
     upsert_sql,
@@ -100,10 +102,11 @@ class StreamBatch:
         self.frames, self.registry = frames, registry
 
     def apply_parts(
-        self, raw: Any, query_id: str, batch_id: int, parts: StreamParts
+        self, raw: Any, query_id: str, batch_id: int, parts: StreamParts, single_pass: bool
     ) -> tuple[TableStats, StreamTable, Any]:
         """``apply`` with the batch's parts of the stream's topics (as the applier's first
-        look counts them): the table's stats, the table after it, its dead letters."""
+        look counts them, or as Spark planned them: ``single_pass``, ``raw`` not cached):
+        the table's stats, the table after it, its dead letters."""
         table = self.table
         stats = TableStats(table.identifier, events=sum(p["events"] for p in parts.values()))
         for p in parts.values():
@@ -111,7 +114,7 @@ class StreamBatch:
             stats.starts.update(p["starts"])
         offsets = {t: (p["starts"], p["offsets"]) for t, p in parts.items()}
         try:
-            done, dead = self.apply(raw, query_id, batch_id, offsets, stats)
+            done, dead = self.apply(raw, query_id, batch_id, offsets, stats, single_pass)
         except CdcMirrorError:
             raise
         except Exception as exc:
@@ -125,6 +128,7 @@ class StreamBatch:
         batch_id: int,
         parts: dict[str, tuple[dict[int, int], dict[int, int]]],
         stats: TableStats,
+        single_pass: bool = False,
     ) -> tuple[StreamTable, Any]:
         """Write the batch's events of this stream (``raw``: the batch's Kafka rows;
         ``parts``: per topic of the stream, its first and last offsets per partition);
@@ -134,7 +138,9 @@ class StreamBatch:
         feeds the write, whose own job counts the events (an observation); they are decoded
         again only for their dead letters, in a batch that has some. A batch whose events
         the table holds already (one that runs again) writes nothing; its dead letters are
-        made again (a MERGE: once)."""
+        made again (a MERGE: once). ``single_pass``: ``raw`` is read from Kafka, not
+        cached; an inferred stream's write then stops at a field the table lacks, which
+        the table gains before the write runs again (no pass over the events before it)."""
         table = self.table
         events = raw.where(table.matches_sql()).where("value IS NOT NULL")
         records = events
@@ -144,12 +150,10 @@ class StreamBatch:
             events, schemas = self._from_avro(events)
             text, error = "_json", "_decode_error"
             table = self._with_avro_fields(table, schemas)
+        guarded = single_pass and table.spec.infer
         try:
-            if table.spec.infer:  # fields of the events the table lacks become columns first
-                with stats.phase("decode"):
-                    new = _unknown_names(events, table, text)
-                if new:
-                    table = self._with_new_fields(events, table, new)
+            if table.spec.infer and not guarded:  # fields the table lacks become columns first
+                table = self._with_fields_of(events, table, text, stats)
             held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
             if held == table.held:
                 counts = self._counted(events, table, text, error, stats)
@@ -157,7 +161,15 @@ class StreamBatch:
             else:
                 starts = {t: starts for t, (starts, _) in parts.items()}
                 props = topics_summary(query_id, batch_id, starts, held)
-                counts = self._write_observed(events, table, text, error, props, stats)
+                try:
+                    counts = self._write_observed(events, table, text, error, props, stats, guarded)
+                except Exception as exc:
+                    if not guarded or NEW_FIELDS not in str(exc):
+                        raise
+                    table = self._with_fields_of(events, table, text, stats)
+                    counts = self._write_observed(events, table, text, error, props, stats)
+            if single_pass:  # the planned ranges only bound the events
+                stats.events = int(counts["good"]) + int(counts["bad"]) + int(counts["held"])
             stats.replayed = int(counts["held"])
             stats.inserts, stats.dead_lettered = int(counts["good"]), int(counts["bad"])
             stats.committed(time.time(), counts["newest"], counts["median"], counts["oldest"])
@@ -168,9 +180,12 @@ class StreamBatch:
             stats.table_seconds = time.monotonic() - started
         return replace(table, held=held), dead
 
-    def _decode(self, events: Any, table: StreamTable, text: str, error: str) -> Any:
+    def _decode(
+        self, events: Any, table: StreamTable, text: str, error: str, guarded: bool = False
+    ) -> Any:
         """The decoded events (``_new``: not held yet), with their Kafka coordinates, not the
-        record (``_dead_letters`` takes it from the batch's records)."""
+        record (``_dead_letters`` takes it from the batch's records); ``guarded``: a new
+        event with a field the table lacks stops the query (``new_fields_guard_sql``)."""
         from pyspark.sql import functions as F
 
         parsed = events.withColumn(
@@ -178,7 +193,10 @@ class StreamBatch:
         )
         closed = table.spec.format == "json" and not table.spec.infer
         exprs = decoded_exprs(table.columns, closed, text, error)
-        return parsed.selectExpr(*exprs, f"{not_held_sql(table.held)} AS _new")
+        new = not_held_sql(table.held)
+        if guarded:
+            new = f"({new}) AND {new_fields_guard_sql(table.columns, text)}"
+        return parsed.selectExpr(*exprs, f"{new} AS _new")
 
     def _write_observed(
         self,
@@ -188,6 +206,7 @@ class StreamBatch:
         error: str,
         props: dict[str, str],
         stats: TableStats,
+        guarded: bool = False,
     ) -> dict[str, Any]:
         """Write the good events that are not held yet; their counts (``_COUNTS``), taken by
         the write's own job."""
@@ -195,7 +214,7 @@ class StreamBatch:
         from pyspark.sql import functions as F
 
         counted = Observation(f"cdcmirror_stream_{uuid.uuid4().hex}")
-        decoded = self._decode(events, table, text, error)
+        decoded = self._decode(events, table, text, error, guarded)
         observed = decoded.observe(counted, *(F.expr(c) for c in _COUNTS))
         self._write(observed.where("_new"), table, props, stats)
         return dict(counted.get)
@@ -216,7 +235,10 @@ class StreamBatch:
         reference of ``_error``."""
         decoded = self._decode(events, table, text, error).persist()
         try:
-            return _dead(records, decoded, table).localCheckpoint(eager=True)
+            bad = decoded.where("_error IS NOT NULL").selectExpr(
+                "_kafka_topic AS _t", "_kafka_partition AS _p", "_kafka_offset AS _o", "_error"
+            )
+            return joined_dead(records, bad, table.identifier).localCheckpoint(eager=True)
         finally:
             decoded.unpersist()
 
@@ -265,6 +287,14 @@ class StreamBatch:
         finally:
             self.spark.catalog.dropTempView(view)
 
+    def _with_fields_of(
+        self, events: Any, table: StreamTable, text: str, stats: TableStats
+    ) -> StreamTable:
+        """An inferred stream's table with the fields of ``events`` it lacks."""
+        with stats.phase("decode"):
+            new = _unknown_names(events, table, text)
+        return self._with_new_fields(events, table, new) if new else table
+
     def _with_new_fields(self, events: Any, table: StreamTable, new: list[str]) -> StreamTable:
         """An inferred stream: fields ``new`` of the batch's events become columns (their
         types from up to ``SAMPLE_FOR_NEW_FIELDS`` events that have them)."""
@@ -297,19 +327,3 @@ def _unknown_names(events: Any, table: StreamTable, text: str) -> list[str]:
     fields = unknown_fields_sql(table.columns, text)
     rows = events.selectExpr(f"explode({fields}) AS k").distinct().collect()
     return sorted(str(r.k) for r in rows)
-
-
-def _dead(records: Any, decoded: Any, table: StreamTable) -> Any:
-    """The events with ``_error`` as dead-letter rows, with their Kafka record from
-    ``records`` (the stream's Kafka rows of the batch)."""
-    bad = decoded.where("_error IS NOT NULL").selectExpr(
-        "_kafka_topic AS _t", "_kafka_partition AS _p", "_kafka_offset AS _o", "_error"
-    )
-    on = (
-        (records["topic"] == bad["_t"])
-        & (records["partition"] == bad["_p"])
-        & (records["offset"] == bad["_o"])
-    )
-    return records.join(bad, on).selectExpr(
-        *RECORD_COLUMNS, "_error AS error", f"'{table.identifier}' AS table_name"
-    )

@@ -145,6 +145,21 @@ def upsert_sql(
     )
 
 
+NEW_FIELDS = "cdcmirror: an event has a field its stream's table lacks"
+
+
+def new_fields_guard_sql(columns: Sequence[IcebergColumn], text: str) -> str:
+    """A condition that is true, or stops the query with ``NEW_FIELDS`` when the JSON
+    ``text`` has a field that no column holds (an inferred stream's write, read once from
+    Kafka, learns of a new field this way; text that is no JSON object passes).
+
+    >>> new_fields_guard_sql([IcebergColumn("n", "long")], "v")[:40]
+    'assert_true(coalesce(size(filter(json_ob'
+    """
+    unknown = unknown_fields_sql(columns, text)
+    return f"assert_true(coalesce(size({unknown}), 0) <= 0, {sql_string(NEW_FIELDS)}) IS NULL"
+
+
 def not_held_sql(held: Mapping[str, Mapping[int, int]]) -> str:
     """Condition over Kafka rows: the record is after the last offset the table holds for
     its topic and partition (``held``: topic -> partition -> last offset written).

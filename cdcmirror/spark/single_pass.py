@@ -1,0 +1,45 @@
+"""Which batches skip the applier's first look (the aggregate over the cached batch): those
+whose records are all JSON event streams'. Spark writes each batch's offsets to the
+checkpoint's offset log before running it (``mirror/checkpoint.batch_ranges``), so the
+partitions a batch read, and where each started and ended, are known without reading a
+record; a stream's share is then read from Kafka once, by its write, and counted by it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.mirror.checkpoint import Ranges, advanced
+from cdcmirror.spark.batch_summary import summary_of_ranges
+from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
+
+logger = logging.getLogger("cdcmirror.mirror")
+
+
+def json_streams_only(
+    streams: Mapping[str, StreamTable],
+    cdc_topics: Mapping[str, Any],
+    planned: Callable[[int], Ranges | None] | None,
+    batch_id: int,
+) -> list[tuple[StreamTable, StreamParts]] | None:
+    """The streams of batch ``batch_id`` when every partition it read that moved belongs to
+    a JSON stream (``planned``: the batch's offset ranges), else None: a batch with CDC
+    events, an Avro stream's (its schema ids are looked up first), or unknown ranges."""
+    if not streams or planned is None:
+        return None
+    try:
+        ranges = planned(batch_id)
+    except CdcMirrorError as exc:  # the usual path needs no offset log
+        logger.warning("batch %d: its planned offsets are not known: %s", batch_id, exc)
+        return None
+    if ranges is None:
+        return None
+    moved = advanced(ranges)
+    if any(topic in cdc_topics for topic in moved):
+        return None
+    found = streams_in(dict(streams), summary_of_ranges(moved))
+    if any(st.spec.format != "json" for st, _ in found):
+        return None
+    return found
