@@ -4,13 +4,13 @@ reading the template and writing the secret file."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.paths import write_private
 
 MASK = "***"
 PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -74,7 +74,6 @@ def write_secret_file(
     """Write ``password=...`` (and ``kafka_password=...``, ``registry_password=...`` when
     there are) for Connect's FileConfigProvider, readable by the owner only. A file that
     already holds the same passwords is left as it is (no churn on re-runs)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def line(key: str, value: str) -> str:
         escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
@@ -83,11 +82,7 @@ def write_secret_file(
     text = line("password", password)
     text += line("kafka_password", kafka_password) if kafka_password else ""
     text += line("registry_password", registry_password) if registry_password else ""
-    if not (path.is_file() and path.read_text("utf-8") == text):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    path.chmod(0o600)
+    write_private(path, text)
     return path
 
 

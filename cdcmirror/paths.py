@@ -30,3 +30,14 @@ def stack_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_STATE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "cdcmirror" / "stack"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner reads (made so, never readable by others in
+    between); a file that already holds ``text`` is left as it is (no churn on re-runs)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not (path.is_file() and path.read_text("utf-8") == text):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    path.chmod(0o600)

@@ -4,12 +4,15 @@ converters, by a provider reference); password files; masked when printed."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
 from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.config import load_config
+from cdcmirror.config_sections import Connect
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import write_secret_file
 from cdcmirror.exceptions import ConfigError
@@ -39,8 +42,7 @@ def test_password_file_replaces_the_default(tmp_path: Path) -> None:
     config = load_config(environ=env, cwd=tmp_path)
     assert config.connect.auth == ("ops", "rest-pw")
     assert "rest-pw" not in str(redacted(config)) and "rest-pw" not in repr(config.connect)
-    client = ConnectClient.of(config.connect)
-    assert client._headers["Authorization"] == "Basic b3BzOnJlc3QtcHc="
+    assert _authorization_sent(config.connect) == "Basic b3BzOnJlc3QtcHc="
 
 
 def test_password_and_its_file_together_are_refused(tmp_path: Path) -> None:
@@ -52,7 +54,38 @@ def test_password_and_its_file_together_are_refused(tmp_path: Path) -> None:
 def test_no_user_name_sends_no_login(tmp_path: Path) -> None:
     config = load_config(environ={"CDCMIRROR_CONNECT__USERNAME": ""}, cwd=tmp_path)
     assert config.connect.auth is None
-    assert "Authorization" not in ConnectClient.of(config.connect)._headers
+    assert _authorization_sent(config.connect) is None
+
+
+def _authorization_sent(connect: Connect) -> str | None:
+    """The ``Authorization`` header the configured client sends, as a loopback HTTP server
+    standing in for Connect receives it."""
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            body = b'{"name": "c"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.handle_request, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert ConnectClient(url, 10, connect.auth).config("c") == {"name": "c"}
+    finally:
+        thread.join(10)
+        server.server_close()
+    assert len(seen) == 1
+    return seen[0]
 
 
 REGISTRY = {

@@ -206,7 +206,7 @@ class Stack:
         self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data, keystore))
         self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
         users = self.root / "config" / "connect-users.properties"
-        _write_private(users, layout.connect_users(*layout.CONNECT_LOGIN))
+        paths.write_private(users, layout.connect_users(*layout.CONNECT_LOGIN))
         self.connect_jaas.write_text(layout.connect_jaas(users))
 
     def _ensure_running(
@@ -288,14 +288,6 @@ class Stack:
                 killed = processes.stop(pid)
                 say(f"{part.name}: stopped (pid {pid}{', killed' if killed else ''})")
             self.pid_file(part).unlink(missing_ok=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only its owner reads."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    path.chmod(0o600)
 
 
 def _java() -> str:
