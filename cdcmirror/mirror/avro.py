@@ -18,6 +18,8 @@ import json
 from typing import Any
 
 HEADER = 5  # magic byte 0, then the schema id as 4 big-endian bytes
+# a string read from an Avro body that is not UTF-8 (Spark's reader does not check them)
+NOT_UTF8 = "a string value is not UTF-8 text"
 
 
 class AvroDecodeError(ValueError):
@@ -151,9 +153,15 @@ def record_fields(schema_text: str) -> list[str]:
     return [str(f["name"]) for f in schema.get("fields", []) if isinstance(f, dict)]
 
 
-def avro_error_sql(readable: list[int], problems: dict[int, str]) -> str:
+def avro_error_sql(
+    readable: list[int],
+    problems: dict[int, str],
+    unread: str = "_json IS NULL",
+    checks: tuple[tuple[str, str], ...] = (),
+) -> str:
     """Spark SQL over a framed batch (``value``, ``_schema_id``, ``_json``): why a value
-    could not be read, NULL when it was (or is a tombstone).
+    could not be read, NULL when it was (or is a tombstone); ``unread``: the condition of
+    a body its schema did not read; ``checks``: (condition, reason) of a value read.
 
     >>> avro_error_sql([1], {2: "schema id 2 is not a usable Avro schema: x"})[:38]
     'CASE WHEN value IS NULL THEN NULL WHEN'
@@ -176,7 +184,7 @@ def avro_error_sql(readable: list[int], problems: dict[int, str]) -> str:
         "' is not in the schema registry')"
     )
     cases.append(
-        "WHEN _json IS NULL THEN concat('Avro: the Avro body does not match schema id ', "
-        "_schema_id)"
+        f"WHEN {unread} THEN concat('Avro: the Avro body does not match schema id ', _schema_id)"
     )
+    cases += [f"WHEN {cond} THEN {text(reason)}" for cond, reason in checks]
     return f"CASE {' '.join(cases)} END"

@@ -4,27 +4,99 @@ Each schema id of the batch gets Spark's own Avro reader (``from_avro``) over th
 the 5-byte frame, with the schema's logical types removed (``avro.plain_schema``: values as
 written, like the JSON converter), then ``to_json``. No Python runs per row. A schema Spark
 cannot read, an id the registry lacks, an unframed value and a body that does not fit its
-schema each become a ``_decode_error`` (the event is dead-lettered, the batch goes on).
+schema each become a ``_decode_error`` (the event is dead-lettered, the batch goes on), and
+so does a string that is not UTF-8 (Spark's reader does not check; ``to_json`` would write
+U+FFFD for each bad byte). An event stream's schema whose fields are its columns' own types
+is read straight into the columns, no JSON text made (``streams/avro_direct.py``).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from functools import reduce
 from operator import and_
 from typing import Any
 
+from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.avro import (
     HEADER,
+    NOT_UTF8,
     SCHEMA_ID_SQL,
     avro_error_sql,
     plain_schema,
     record_fields,
 )
+from cdcmirror.sql_text import q
+from cdcmirror.streams.avro_direct import direct_fields
+from cdcmirror.streams.sql import UNREADABLE
 
 _PERMISSIVE = {"mode": "PERMISSIVE"}  # a body that does not fit its schema reads as NULL
 _KEEP_NULLS = {"ignoreNullFields": "false"}  # "field": null, as the JSON converter writes
+
+
+def _struct_ddl(columns: Sequence[IcebergColumn]) -> str:
+    """The Spark type of a stream's event struct (its columns, then ``_unreadable``)."""
+    fields = [f"{q(c.name)}: {spark_type(c.type)}" for c in columns]
+    return f"STRUCT<{', '.join([*fields, f'{UNREADABLE}: STRING'])}>"
+
+
+def _event(record: Any, columns: Sequence[IcebergColumn], fields: list[str]) -> Any:
+    """The stream's event struct from a record whose ``fields`` are columns of the same
+    types (the cast changes nothing but a NULL's type; a column it lacks is NULL)."""
+    from pyspark.sql import functions as F
+
+    values = [
+        (record[c.name] if c.name in fields else F.lit(None)).cast(spark_type(c.type)).alias(c.name)
+        for c in columns
+    ]
+    return F.struct(*values, F.lit(None).cast("string").alias(UNREADABLE))
+
+
+def _text_valid(value: Any, node: Any, named: dict[str, Any]) -> Any:
+    """True when every string in ``value`` (read by Spark with the Avro schema ``node``;
+    ``named``: the records named so far) is UTF-8, which Spark's Avro reader does not check
+    (``to_json`` would write each bad byte as U+FFFD: a changed value); None when the
+    schema holds no string."""
+    from pyspark.sql import functions as F
+
+    if isinstance(node, list):  # ["null", T] is a T; several types: struct member0, ...
+        kinds = [k for k in node if k != "null"]
+        if len(kinds) == 1:
+            return _text_valid(value, kinds[0], named)
+        return _every([_text_valid(value[f"member{i}"], k, named) for i, k in enumerate(kinds)])
+    if isinstance(node, str):
+        if node == "string":
+            return F.coalesce(F.call_function("is_valid_utf8", value), F.lit(True))
+        return _text_valid(value, named[node], named) if node in named else None
+    kind = node.get("type") if isinstance(node, dict) else None
+    if kind == "record":
+        named[str(node.get("name"))] = node
+        fields = node.get("fields", [])
+        return _every([_text_valid(value[f["name"]], f["type"], named) for f in fields])
+    if kind == "array":
+        return _each(value, node.get("items"), named)
+    if kind == "map":  # its keys are strings
+        keys = _each(F.map_keys(value), "string", named)
+        return _every([keys, _each(F.map_values(value), node.get("values"), named)])
+    return _text_valid(value, kind, named) if isinstance(kind, (str, list, dict)) else None
+
+
+def _each(items: Any, node: Any, named: dict[str, Any]) -> Any:
+    """``_text_valid`` of every item of the array ``items`` (None: they hold no string)."""
+    from pyspark.sql import functions as F
+
+    if _text_valid(F.lit(None), node, dict(named)) is None:
+        return None
+    every = F.forall(items, lambda x: F.coalesce(_text_valid(x, node, named), F.lit(True)))
+    return F.coalesce(every, F.lit(True))
+
+
+def _every(checks: list[Any]) -> Any:
+    found = [c for c in checks if c is not None]
+    return reduce(and_, found) if found else None
 
 
 class AvroFrames:
@@ -42,29 +114,59 @@ class AvroFrames:
 
         return df.withColumn("_schema_id", F.expr(SCHEMA_ID_SQL))
 
-    def decode(self, framed: Any, schemas: dict[int, str]) -> Any:
+    def decode(
+        self,
+        framed: Any,
+        schemas: dict[int, str],
+        columns: Sequence[IcebergColumn] | None = None,
+    ) -> Any:
         """``framed`` (with ``_schema_id``) plus ``_json`` and ``_decode_error``; ``schemas``:
-        the registry's text of the batch's ids (ids it lacks are left out)."""
+        the registry's text of the batch's ids (ids it lacks are left out). With a stream's
+        ``columns``, also ``_avro``: the event as a struct of the columns, for the ids whose
+        fields are the columns' types (``streams/avro_direct.py``; ``_json`` is NULL then)."""
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
         usable = {sid: self._check(framed.sparkSession, sid, text) for sid, text in schemas.items()}
         body = F.expr(f"substring(value, {HEADER + 1})")
         text: Any = F.lit(None).cast("string")
-        for sid, known in sorted(usable.items()):
-            if known is None:
-                continue
-            plain, fields = known
-            record = from_avro(body, plain, _PERMISSIVE)
+        direct: Any = F.lit(None).cast(_struct_ddl(columns or []))
+        not_utf8: Any = F.lit(None).cast("boolean")
+        known = {sid: k for sid, k in sorted(usable.items()) if k is not None}
+        # each id's record read once, in a column of its own (only for that id's values):
+        # an expression naming the reader several times would run it each time
+        framed = framed.select(
+            "*",
+            *(
+                F.when(F.col("_schema_id") == sid, from_avro(body, plain, _PERMISSIVE)).alias(
+                    f"_avro_{sid}"
+                )
+                for sid, (plain, _) in known.items()
+            ),
+        )
+        for sid, (plain, fields) in known.items():
+            record = F.col(f"_avro_{sid}")
+            valid = _text_valid(record, json.loads(plain), {})
+            if valid is not None:
+                not_utf8 = F.when(F.col("_schema_id") == sid, ~valid).otherwise(not_utf8)
             # a body that does not fit reads as a record whose every field is NULL
             fits = ~reduce(and_, [record[f].isNull() for f in fields])
+            same = direct_fields(plain, columns) if columns else None
+            if same is not None:
+                event = _event(record, columns or [], same)
+                direct = F.when((F.col("_schema_id") == sid) & fits, event).otherwise(direct)
+                continue
             decoded = F.when(fits, F.to_json(record, _KEEP_NULLS))
             text = F.when(F.col("_schema_id") == sid, decoded).otherwise(text)
         readable = [sid for sid, plain in usable.items() if plain is not None]
         problems = {sid: self._problems[sid] for sid, plain in usable.items() if plain is None}
-        return framed.withColumn("_json", F.when(F.col("value").isNotNull(), text)).withColumn(
-            "_decode_error", F.expr(avro_error_sql(readable, problems))
-        )
+        framed = framed.withColumn("_json", F.when(F.col("value").isNotNull(), text))
+        framed = framed.withColumn("_avro", direct).withColumn("_not_utf8", not_utf8)
+        unread = "_json IS NULL AND _avro IS NULL"
+        error = avro_error_sql(readable, problems, unread, (("_not_utf8", NOT_UTF8),))
+        framed = framed.withColumn("_decode_error", F.expr(error))
+        framed = framed.drop("_not_utf8", *(f"_avro_{sid}" for sid in known))
+        return framed if columns else framed.drop("_avro")
 
     def _check(self, spark: Any, sid: int, text: str) -> tuple[str, list[str]] | None:
         """The plain schema of ``sid`` and its field names if Spark reads it, else None (the

@@ -147,9 +147,11 @@ class StreamBatch:
         started = time.monotonic()
         text, error = JSON_TEXT, ""
         if table.spec.format == "avro":
-            events, schemas = self._from_avro(events)
+            framed, schemas = self._avro_ids(events)
             text, error = "_json", "_decode_error"
             table = self._with_avro_fields(table, schemas)
+            assert self.frames is not None
+            events = self.frames.decode(framed, schemas, table.columns)
         guarded = single_pass and table.spec.infer
         try:
             if table.spec.infer and not guarded:  # fields the table lacks become columns first
@@ -188,9 +190,10 @@ class StreamBatch:
         event with a field the table lacks stops the query (``new_fields_guard_sql``)."""
         from pyspark.sql import functions as F
 
-        parsed = events.withColumn(
-            "e", F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
-        )
+        event = F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
+        if "_avro" in events.columns:  # read from Avro straight into the columns
+            event = F.when(F.col("_avro").isNotNull(), F.col("_avro")).otherwise(event)
+        parsed = events.withColumn("e", event)
         closed = table.spec.format == "json" and not table.spec.infer
         exprs = decoded_exprs(table.columns, closed, text, error)
         new = not_held_sql(table.held)
@@ -242,14 +245,13 @@ class StreamBatch:
         finally:
             decoded.unpersist()
 
-    def _from_avro(self, events: Any) -> tuple[Any, dict[int, str]]:
-        """The events with ``_json`` and ``_decode_error`` (``spark/avro_frames.py``), and
-        the registry's schemas of the batch's ids."""
+    def _avro_ids(self, events: Any) -> tuple[Any, dict[int, str]]:
+        """The events with ``_schema_id``, and the registry's schemas of the batch's ids
+        (``spark/avro_frames.py`` decodes them once the table has their fields)."""
         assert self.frames is not None and self.registry is not None, "an Avro stream"
         framed = self.frames.with_ids(events)
         rows = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct().collect()
-        schemas = self.registry.schemas([int(r[0]) for r in rows])
-        return self.frames.decode(framed, schemas), schemas
+        return framed, self.registry.schemas([int(r[0]) for r in rows])
 
     def _with_avro_fields(self, table: StreamTable, schemas: dict[int, str]) -> StreamTable:
         """An Avro stream: fields of the batch's schemas the table lacks become columns

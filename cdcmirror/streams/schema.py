@@ -149,7 +149,8 @@ def _check_name(name: str, where: str) -> None:
         )
 
 
-_AVRO = {
+# Avro's primitive (and enum, fixed) types as Iceberg types
+AVRO_PRIMITIVES = {
     "boolean": "boolean",
     "int": "int",
     "long": "long",
@@ -170,11 +171,11 @@ def _avro_type(node: Any) -> str:
         kind = node.get("type")
         if kind == "array":
             inner = _avro_type(node.get("items"))
-            return f"list<{inner}>" if inner in _AVRO.values() else "string"
+            return f"list<{inner}>" if inner in AVRO_PRIMITIVES.values() else "string"
         if kind in ("record", "map"):
             return "string"
         return _avro_type(kind)
-    return _AVRO.get(str(node), "string")
+    return AVRO_PRIMITIVES.get(str(node), "string")
 
 
 def columns_of_avro(text: str, where: str) -> list[IcebergColumn]:
