@@ -245,7 +245,7 @@ def test_new_fields_of_an_inferred_stream_become_columns(
     world.clicks_batch(40, {"campaign": "winter", "price": 12})
     with caplog.at_level(logging.INFO, logger="cdcmirror"):
         world.m.mirror()
-    # a batch of JSON streams only: written from one read of Kafka, whose write stops at the
+    # a batch of event streams only: written from one read of Kafka, whose write stops at the
     # new fields; the table gains them, then the write runs again
     lines = [r.getMessage() for r in caplog.records]
     assert any("streams only, read once" in line for line in lines), lines

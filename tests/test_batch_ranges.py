@@ -1,5 +1,5 @@
 """A micro-batch's offset ranges from the checkpoint's offset log (mirror/checkpoint.py), as
-the single-pass path of a batch of JSON streams reads them (spark/single_pass.py)."""
+the single-pass path of a batch of event streams reads them (spark/single_pass.py)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError
 from cdcmirror.http_auth import basic_auth
@@ -68,14 +69,31 @@ class SchemaRegistry:
     def latest(self, subject: str) -> str | None:
         """The newest schema text of ``subject``; None when the registry has no such
         subject."""
+        body = self._latest(subject)
+        return None if body is None else str(body["schema"])
+
+    def latest_id(self, subject: str) -> int | None:
+        """The id of the newest schema of ``subject`` (its text kept: ``schemas`` knows
+        it); None when the registry has no such subject or names no id."""
+        body = self._latest(subject)
+        sid = None if body is None else body.get("id")
+        if body is None or not isinstance(sid, int):
+            return None
+        with self._lock:
+            self._cache[sid] = str(body["schema"])
+        return sid
+
+    def _latest(self, subject: str) -> dict[str, Any] | None:
         from urllib.parse import quote
 
-        return self._fetch_path(f"subjects/{quote(subject, safe='')}/versions/latest", subject)
+        return self._fetch_body(f"subjects/{quote(subject, safe='')}/versions/latest", subject)
 
     def _fetch(self, sid: int) -> str | None:
-        return self._fetch_path(f"schemas/ids/{sid}", f"schema id {sid}")
+        body = self._fetch_body(f"schemas/ids/{sid}", f"schema id {sid}")
+        return None if body is None else str(body["schema"])
 
-    def _fetch_path(self, path: str, what: str) -> str | None:
+    def _fetch_body(self, path: str, what: str) -> dict[str, Any] | None:
+        """The registry's JSON answer for ``path`` (with a ``schema`` text); None: 404."""
         request = urllib.request.Request(f"{self.url}/{path}")
         if self._auth is not None:
             request.add_header("Authorization", basic_auth(*self._auth))
@@ -102,4 +120,4 @@ class SchemaRegistry:
                 f"the schema registry at {self.url} gave no schema for {what}: "
                 "is kafka.schema_registry_url a Confluent-compatible API?"
             )
-        return schema
+        return dict(body)

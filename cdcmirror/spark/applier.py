@@ -13,7 +13,7 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of JSON event streams only skips 1. and the cache (``spark/single_pass.py``).
+A batch of event streams only skips 1. and the cache (``spark/single_pass.py``).
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -45,7 +45,7 @@ from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_
 from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
-from cdcmirror.spark.single_pass import json_streams_only
+from cdcmirror.spark.single_pass import streams_only
 from cdcmirror.spark.stream_apply import (
     Evolve,
     StreamBatch,
@@ -156,7 +156,7 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
-        only = json_streams_only(self.streams, self.tables, self.options.batch_ranges, batch_id)
+        only = streams_only(self.streams, self.tables, self.options.batch_ranges, batch_id)
         if only is not None:  # each stream reads its records once, straight from Kafka
             self._apply_all(df, batch_id, [], only, started, -1.0, True)
             return

@@ -1,5 +1,5 @@
 """Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all JSON event streams'. Spark writes each batch's offsets to the
+whose records are all event streams'. Spark writes each batch's offsets to the
 checkpoint's offset log before running it (``mirror/checkpoint.batch_ranges``), so the
 partitions a batch read, and where each started and ended, are known without reading a
 record; a stream's share is then read from Kafka once, by its write, and counted by it."""
@@ -18,15 +18,15 @@ from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
 logger = logging.getLogger("cdcmirror.mirror")
 
 
-def json_streams_only(
+def streams_only(
     streams: Mapping[str, StreamTable],
     cdc_topics: Mapping[str, Any],
     planned: Callable[[int], Ranges | None] | None,
     batch_id: int,
 ) -> list[tuple[StreamTable, StreamParts]] | None:
     """The streams of batch ``batch_id`` when every partition it read that moved belongs to
-    a JSON stream (``planned``: the batch's offset ranges), else None: a batch with CDC
-    events, an Avro stream's (its schema ids are looked up first), or unknown ranges."""
+    a stream (``planned``: the batch's offset ranges), else None: a batch with CDC events,
+    or unknown ranges."""
     if not streams or planned is None:
         return None
     try:
@@ -39,7 +39,4 @@ def json_streams_only(
     moved = advanced(ranges)
     if any(topic in cdc_topics for topic in moved):
         return None
-    found = streams_in(dict(streams), summary_of_ranges(moved))
-    if any(st.spec.format != "json" for st, _ in found):
-        return None
-    return found
+    return streams_in(dict(streams), summary_of_ranges(moved))

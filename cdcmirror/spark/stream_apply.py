@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdcmirror.cdc_columns import IcebergColumn
-from cdcmirror.exceptions import CdcMirrorError, ConfigError, MirrorError
+from cdcmirror.exceptions import CdcMirrorError, MirrorError
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import topics_summary
 from cdcmirror.spark import commits
@@ -21,16 +21,19 @@ from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import joined_dead
 from cdcmirror.sql_text import spark_name, sql_string
-from cdcmirror.streams.schema import columns_of_avro, infer_columns
+from cdcmirror.streams.avro_direct import added_columns
+from cdcmirror.streams.schema import infer_columns
 from cdcmirror.streams.spec import StreamSpec
 from cdcmirror.streams.sql import (
     JSON_OPTIONS,
     JSON_TEXT,
     NEW_FIELDS,
+    NEW_SCHEMA_ID,
     append_sql,
     decoded_exprs,
     event_ddl,
     held_after,
+    known_ids_guard_sql,
     new_fields_guard_sql,
     not_held_sql,
     unknown_fields_sql,
@@ -59,6 +62,7 @@ class StreamTable:
     columns: tuple[IcebergColumn, ...]  # the event's columns (not the Kafka ones)
     # topic -> partition -> the last offset the table holds (sql.py: exactly once)
     held: dict[str, dict[int, int]] = field(default_factory=dict)
+    avro_ids: tuple[int, ...] = ()  # an Avro stream's schema ids looked up so far
 
     def matches_sql(self) -> str:
         """Condition over Kafka rows: the record is one of this stream's."""
@@ -139,36 +143,28 @@ class StreamBatch:
         again only for their dead letters, in a batch that has some. A batch whose events
         the table holds already (one that runs again) writes nothing; its dead letters are
         made again (a MERGE: once). ``single_pass``: ``raw`` is read from Kafka, not
-        cached; an inferred stream's write then stops at a field the table lacks, which
-        the table gains before the write runs again (no pass over the events before it)."""
+        cached, and nothing passes over the events before the write (``_read``)."""
         table = self.table
-        events = raw.where(table.matches_sql()).where("value IS NOT NULL")
-        records = events
+        records = raw.where(table.matches_sql()).where("value IS NOT NULL")
         started = time.monotonic()
-        text, error = JSON_TEXT, ""
-        if table.spec.format == "avro":
-            framed, schemas = self._avro_ids(events)
-            text, error = "_json", "_decode_error"
-            table = self._with_avro_fields(table, schemas)
-            assert self.frames is not None
-            events = self.frames.decode(framed, schemas, table.columns)
-        guarded = single_pass and table.spec.infer
         try:
-            if table.spec.infer and not guarded:  # fields the table lacks become columns first
-                table = self._with_fields_of(events, table, text, stats)
             held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
-            if held == table.held:
+            replay = held == table.held  # read as a usual batch: its counts and dead letters
+            events, table, text, error, guard = self._read(
+                records, table, single_pass and not replay, stats
+            )
+            if replay:
                 counts = self._counted(events, table, text, error, stats)
                 logger.info("%s: batch %d was written before", table.identifier, batch_id)
             else:
                 starts = {t: starts for t, (starts, _) in parts.items()}
                 props = topics_summary(query_id, batch_id, starts, held)
                 try:
-                    counts = self._write_observed(events, table, text, error, props, stats, guarded)
+                    counts = self._write_observed(events, table, text, error, props, stats, guard)
                 except Exception as exc:
-                    if not guarded or NEW_FIELDS not in str(exc):
+                    if not guard or not any(m in str(exc) for m in (NEW_FIELDS, NEW_SCHEMA_ID)):
                         raise
-                    table = self._with_fields_of(events, table, text, stats)
+                    events, table, text, error, _ = self._read(records, table, False, stats)
                     counts = self._write_observed(events, table, text, error, props, stats)
             if single_pass:  # the planned ranges only bound the events
                 stats.events = int(counts["good"]) + int(counts["bad"]) + int(counts["held"])
@@ -182,12 +178,49 @@ class StreamBatch:
             stats.table_seconds = time.monotonic() - started
         return replace(table, held=held), dead
 
+    def _read(
+        self, records: Any, table: StreamTable, single_pass: bool, stats: TableStats
+    ) -> tuple[Any, StreamTable, str, str, str]:
+        """The stream's ``records`` ready to decode, the table with the fields they carry,
+        the JSON text and decode error columns, and a guard for the write (SQL, or ""):
+        ``single_pass``, nothing passes over the events first; the write stops at an event
+        the table cannot take yet (a field it lacks, an Avro id not looked up: the guard),
+        and runs again after the usual read."""
+        if table.spec.format != "avro":
+            if table.spec.infer and not single_pass:  # fields it lacks become columns first
+                table = self._with_fields_of(records, table, JSON_TEXT, stats)
+            guarded = single_pass and table.spec.infer
+            fields = new_fields_guard_sql(table.columns, JSON_TEXT) if guarded else ""
+            return records, table, JSON_TEXT, "", fields
+        assert self.frames is not None and self.registry is not None, "an Avro stream"
+        framed = self.frames.with_ids(records)
+        ids = list(table.avro_ids) if single_pass else []
+        if single_pass and not ids:  # the subject's newest schema, as the table was made
+            newest = self.registry.latest_id(table.spec.schema)
+            ids = [newest] if newest is not None else []
+        guard = known_ids_guard_sql(ids) if ids else ""
+        if not ids:
+            rows = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct()
+            ids = [int(r[0]) for r in rows.collect()]
+        schemas = self.registry.schemas(ids)
+        added = added_columns(table.columns, schemas, table.identifier)
+        if added:
+            logger.info(
+                "%s: new field(s) %s added from the registry",
+                table.identifier,
+                ", ".join(f"{c.name} {c.type}" for c in added),
+            )
+            table = self.evolve(table, added)
+        table = replace(table, avro_ids=tuple(sorted({*table.avro_ids, *schemas})))
+        decoded = self.frames.decode(framed, schemas, table.columns)
+        return decoded, table, "_json", "_decode_error", guard
+
     def _decode(
-        self, events: Any, table: StreamTable, text: str, error: str, guarded: bool = False
+        self, events: Any, table: StreamTable, text: str, error: str, guard: str = ""
     ) -> Any:
         """The decoded events (``_new``: not held yet), with their Kafka coordinates, not the
-        record (``_dead_letters`` takes it from the batch's records); ``guarded``: a new
-        event with a field the table lacks stops the query (``new_fields_guard_sql``)."""
+        record (``_dead_letters`` takes it from the batch's records); ``guard``: a condition
+        a new event must meet, or the query stops (``_read``)."""
         from pyspark.sql import functions as F
 
         event = F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
@@ -197,8 +230,8 @@ class StreamBatch:
         closed = table.spec.format == "json" and not table.spec.infer
         exprs = decoded_exprs(table.columns, closed, text, error)
         new = not_held_sql(table.held)
-        if guarded:
-            new = f"({new}) AND {new_fields_guard_sql(table.columns, text)}"
+        if guard:
+            new = f"({new}) AND {guard}"
         return parsed.selectExpr(*exprs, f"{new} AS _new")
 
     def _write_observed(
@@ -209,7 +242,7 @@ class StreamBatch:
         error: str,
         props: dict[str, str],
         stats: TableStats,
-        guarded: bool = False,
+        guard: str = "",
     ) -> dict[str, Any]:
         """Write the good events that are not held yet; their counts (``_COUNTS``), taken by
         the write's own job."""
@@ -217,7 +250,7 @@ class StreamBatch:
         from pyspark.sql import functions as F
 
         counted = Observation(f"cdcmirror_stream_{uuid.uuid4().hex}")
-        decoded = self._decode(events, table, text, error, guarded)
+        decoded = self._decode(events, table, text, error, guard)
         observed = decoded.observe(counted, *(F.expr(c) for c in _COUNTS))
         self._write(observed.where("_new"), table, props, stats)
         return dict(counted.get)
@@ -244,34 +277,6 @@ class StreamBatch:
             return joined_dead(records, bad, table.identifier).localCheckpoint(eager=True)
         finally:
             decoded.unpersist()
-
-    def _avro_ids(self, events: Any) -> tuple[Any, dict[int, str]]:
-        """The events with ``_schema_id``, and the registry's schemas of the batch's ids
-        (``spark/avro_frames.py`` decodes them once the table has their fields)."""
-        assert self.frames is not None and self.registry is not None, "an Avro stream"
-        framed = self.frames.with_ids(events)
-        rows = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct().collect()
-        return framed, self.registry.schemas([int(r[0]) for r in rows])
-
-    def _with_avro_fields(self, table: StreamTable, schemas: dict[int, str]) -> StreamTable:
-        """An Avro stream: fields of the batch's schemas the table lacks become columns
-        (a schema that is no record is the events' decode error, not a column)."""
-        known = {c.name for c in table.columns}
-        added: dict[str, IcebergColumn] = {}
-        for _, text in sorted(schemas.items()):
-            try:
-                columns = columns_of_avro(text, table.identifier)
-            except ConfigError:
-                continue
-            added.update({c.name: c for c in columns if c.name not in known | set(added)})
-        if not added:
-            return table
-        logger.info(
-            "%s: new field(s) %s added from the registry",
-            table.identifier,
-            ", ".join(f"{c.name} {c.type}" for c in added.values()),
-        )
-        return self.evolve(table, list(added.values()))
 
     def _write(
         self, decoded: Any, table: StreamTable, props: dict[str, str], stats: TableStats

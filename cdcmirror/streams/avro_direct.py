@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from cdcmirror.cdc_columns import IcebergColumn
-from cdcmirror.streams.schema import AVRO_PRIMITIVES
+from cdcmirror.exceptions import ConfigError
+from cdcmirror.streams.schema import AVRO_PRIMITIVES, columns_of_avro
 
 _PRIMITIVE = AVRO_PRIMITIVES
 
@@ -65,3 +66,24 @@ def direct_fields(plain_schema: str, columns: Sequence[IcebergColumn]) -> list[s
     if not fields or any(direct_type(f.get("type")) != kinds.get(str(f["name"])) for f in fields):
         return None
     return [str(f["name"]) for f in fields]
+
+
+def added_columns(
+    columns: Sequence[IcebergColumn], schemas: dict[int, str], where: str
+) -> list[IcebergColumn]:
+    """The fields of a batch's ``schemas`` (id -> the registry's text) that ``columns`` lack,
+    as new columns (a schema that is no record is its events' decode error, not a column).
+
+    >>> s = '{"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}'
+    >>> [c.name for c in added_columns([IcebergColumn("b", "int")], {1: s, 2: '"long"'}, "t")]
+    ['a']
+    """
+    known = {c.name for c in columns}
+    added: dict[str, IcebergColumn] = {}
+    for _, text in sorted(schemas.items()):
+        try:
+            found = columns_of_avro(text, where)
+        except ConfigError:
+            continue
+        added.update({c.name: c for c in found if c.name not in known | set(added)})
+    return list(added.values())

@@ -160,6 +160,21 @@ def new_fields_guard_sql(columns: Sequence[IcebergColumn], text: str) -> str:
     return f"assert_true(coalesce(size({unknown}), 0) <= 0, {sql_string(NEW_FIELDS)}) IS NULL"
 
 
+NEW_SCHEMA_ID = "cdcmirror: an event has a schema id its stream has not looked up"
+
+
+def known_ids_guard_sql(ids: Sequence[int]) -> str:
+    """A condition that is true, or stops the query with ``NEW_SCHEMA_ID`` when an Avro
+    event names a schema id not in ``ids`` (an unframed value passes: a dead letter).
+
+    >>> known_ids_guard_sql([3, 1])[:56]
+    'assert_true(_schema_id IS NULL OR _schema_id IN (1, 3), '
+    """
+    known = ", ".join(str(i) for i in sorted(ids))
+    condition = f"_schema_id IS NULL OR _schema_id IN ({known})"
+    return f"assert_true({condition}, {sql_string(NEW_SCHEMA_ID)}) IS NULL"
+
+
 def not_held_sql(held: Mapping[str, Mapping[int, int]]) -> str:
     """Condition over Kafka rows: the record is after the last offset the table holds for
     its topic and partition (``held``: topic -> partition -> last offset written).
