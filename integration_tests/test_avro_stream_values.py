@@ -160,3 +160,47 @@ def test_every_value_comes_back_as_written(
     reasons = {r.offset: r.error for r in dead.collect()}
     assert reasons == {80: f"Avro: {NOT_UTF8}", 81: f"Avro: {NOT_UTF8}"}, reasons
     assert stats.inserts == 80 and stats.dead_lettered == 2
+
+
+def test_an_older_schema_with_narrower_numbers_is_read_straight_and_widened(
+    spark_world: SparkWorld,
+) -> None:
+    """An older writer's ``int`` into the table's ``long`` column and its ``float`` into a
+    ``double`` column: read straight, each value as written."""
+    spark = spark_world.spark
+    narrow = {
+        "type": "record",
+        "name": "Values",
+        "fields": [
+            {"name": "l", "type": "int"},
+            {"name": "d", "type": "float"},
+            {"name": "ls", "type": {"type": "array", "items": "int"}},
+        ],
+    }
+    columns = tuple(columns_of_avro(json.dumps(NESTED), "test"))
+    assert direct_fields(json.dumps(narrow), columns) == ["l", "d", "ls"]
+    name = "avro_values.t_narrow"
+    ddl = ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in (*columns, *KAFKA_COLUMNS))
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS avro_values")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} ({ddl}) USING iceberg")
+    registry = SchemaRegistry("http://127.0.0.1:1", timeout=1, retries=())
+    registry._cache.update({13: json.dumps(narrow)})
+    table = StreamTable(StreamSpec(0, name, "avro", f"{TOPIC}-value", topic=TOPIC), name, columns)
+    written = [{"l": -(2**31) + n, "d": 0.1 * n, "ls": [n, 2**31 - 1]} for n in range(10)]
+    rows = [(TOPIC, 0, n, None, framed(13, narrow, e), None) for n, e in enumerate(written)]
+    kafka = spark.createDataFrame(
+        rows,
+        "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, "
+        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
+    ).selectExpr("*", "current_timestamp() AS timestamp")
+    stream = StreamBatch(spark, table, lambda t, _: t, AvroFrames(), registry)
+    stats = TableStats(name, events=0)
+    stream.apply(kafka, "q", 1, {TOPIC: ({0: 0}, {0: 9})}, stats)
+    got = {r._kafka_offset: r for r in spark.sql(f"SELECT * FROM {name}").collect()}
+    assert stats.inserts == 10 and sorted(got) == list(range(10))
+    for n, e in enumerate(written):
+        assert got[n].l == e["l"] and got[n].ls == e["ls"], (got[n], e)
+        assert got[n].d == struct.unpack("f", struct.pack("f", e["d"]))[0], (got[n], e)
+        assert got[n].s is None
+    spark.sql(f"DROP TABLE IF EXISTS {name}")

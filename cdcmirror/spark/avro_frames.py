@@ -44,8 +44,9 @@ def _struct_ddl(columns: Sequence[IcebergColumn]) -> str:
 
 
 def _event(record: Any, columns: Sequence[IcebergColumn], fields: list[str]) -> Any:
-    """The stream's event struct from a record whose ``fields`` are columns of the same
-    types (the cast changes nothing but a NULL's type; a column it lacks is NULL)."""
+    """The stream's event struct from a record whose ``fields`` are columns of their types
+    or wider ones (``avro_direct.fits``: the cast widens without loss, or changes nothing but
+    a NULL's type; a column it lacks is NULL)."""
     from pyspark.sql import functions as F
 
     values = [

@@ -3,7 +3,8 @@
 Spark's Avro reader (``from_avro``) gives each field a Spark type: ``int`` an INT, ``long`` a
 BIGINT, ``string`` and ``enum`` a STRING, ``bytes`` and ``fixed`` a BINARY, an array an
 ARRAY of its items' type, ``["null", T]`` a T that may be NULL. When every field of a
-schema is such a type and it is exactly its column's type, the event is the record's
+schema is such a type and it is its column's type (or one the column widens to without
+loss: an ``int`` into a ``long``, a ``float`` into a ``double``), the event is the record's
 fields as they are, and no JSON text is made and parsed again (``spark/avro_frames.py``).
 Any other schema goes through the JSON text, whose parse finds a value that does not fit
 its column: a nested record or a map (its column holds its JSON text), a union of several
@@ -48,9 +49,27 @@ def direct_type(node: Any) -> str | None:
     return _PRIMITIVE.get(str(node))
 
 
+# a number a column of a wider type holds exactly (Avro's promotions that lose nothing)
+WIDER = {("int", "long"), ("int", "double"), ("float", "double")}
+
+
+def fits(written: str | None, column: str | None) -> bool:
+    """A field read as ``written`` goes into a ``column`` of that type as it is, or widened
+    without loss.
+
+    >>> fits("int", "long"), fits("list<float>", "list<double>"), fits("long", "int")
+    (True, True, False)
+    """
+    if written is None or column is None:
+        return False
+    if written.startswith("list<") and column.startswith("list<"):
+        return fits(written[5:-1], column[5:-1])
+    return written == column or (written, column) in WIDER
+
+
 def direct_fields(plain_schema: str, columns: Sequence[IcebergColumn]) -> list[str] | None:
     """The fields of a record schema (JSON text, logical types removed) when each is read as
-    exactly its column's type, else None.
+    its column's type or one it widens to without loss (``fits``), else None.
 
     >>> s = '{"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}'
     >>> direct_fields(s, [IcebergColumn("a", "long"), IcebergColumn("b", "string")])
@@ -63,7 +82,9 @@ def direct_fields(plain_schema: str, columns: Sequence[IcebergColumn]) -> list[s
         return None
     kinds = {c.name: c.type for c in columns}
     fields = [f for f in schema.get("fields", []) if isinstance(f, dict)]
-    if not fields or any(direct_type(f.get("type")) != kinds.get(str(f["name"])) for f in fields):
+    if not fields or any(
+        not fits(direct_type(f.get("type")), kinds.get(str(f["name"]))) for f in fields
+    ):
         return None
     return [str(f["name"]) for f in fields]
 
