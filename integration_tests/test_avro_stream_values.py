@@ -95,6 +95,16 @@ def not_utf8(schema_id: int, schema: dict[str, Any]) -> bytes:
 READS = {"usual": (False, ()), "once": (True, (11, 12)), "once-new-id": (True, (11,))}
 
 
+def kafka_batch(spark: Any, values: list[bytes]) -> Any:
+    """``values`` as Kafka rows of partition 0 of the topic, at offsets 0, 1, ..."""
+    rows = [(TOPIC, 0, offset, None, v, None) for offset, v in enumerate(values)]
+    return spark.createDataFrame(
+        rows,
+        "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, "
+        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
+    ).selectExpr("*", "current_timestamp() AS timestamp")
+
+
 @pytest.fixture(scope="module", params=sorted(READS))
 def batch(
     spark_world: SparkWorld, request: pytest.FixtureRequest
@@ -115,12 +125,7 @@ def batch(
     values = [framed(11, DIRECT, event(n)) for n in range(40)]
     values += [framed(12, NESTED, {**event(n), **nested}) for n in range(40, 80)]
     values += [not_utf8(11, DIRECT), not_utf8(12, {**NESTED})]
-    rows = [(TOPIC, 0, offset, None, v, None) for offset, v in enumerate(values)]
-    kafka = spark.createDataFrame(
-        rows,
-        "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, "
-        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
-    ).selectExpr("*", "current_timestamp() AS timestamp")
+    kafka = kafka_batch(spark, values)
     stream = StreamBatch(spark, table, lambda t, _: t, AvroFrames(), registry)
     yield kafka, table, stream, single_pass
     spark.sql(f"DROP TABLE IF EXISTS {name}")
@@ -188,12 +193,7 @@ def test_an_older_schema_with_narrower_numbers_is_read_straight_and_widened(
     registry._cache.update({13: json.dumps(narrow)})
     table = StreamTable(StreamSpec(0, name, "avro", f"{TOPIC}-value", topic=TOPIC), name, columns)
     written = [{"l": -(2**31) + n, "d": 0.1 * n, "ls": [n, 2**31 - 1]} for n in range(10)]
-    rows = [(TOPIC, 0, n, None, framed(13, narrow, e), None) for n, e in enumerate(written)]
-    kafka = spark.createDataFrame(
-        rows,
-        "topic STRING, partition INT, offset BIGINT, key BINARY, value BINARY, "
-        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
-    ).selectExpr("*", "current_timestamp() AS timestamp")
+    kafka = kafka_batch(spark, [framed(13, narrow, e) for e in written])
     stream = StreamBatch(spark, table, lambda t, _: t, AvroFrames(), registry)
     stats = TableStats(name, events=0)
     stream.apply(kafka, "q", 1, {TOPIC: ({0: 0}, {0: 9})}, stats)
