@@ -13,7 +13,7 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of event streams only skips 1. and the cache (``spark/single_pass.py``).
+A batch of one event stream only skips 1. and the cache (``spark/single_pass.py``).
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.

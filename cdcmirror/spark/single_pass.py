@@ -1,8 +1,9 @@
 """Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all event streams'. Spark writes each batch's offsets to the
+whose records are all one event stream's. Spark writes each batch's offsets to the
 checkpoint's offset log before running it (``mirror/checkpoint.batch_ranges``), so the
 partitions a batch read, and where each started and ended, are known without reading a
-record; a stream's share is then read from Kafka once, by its write, and counted by it."""
+record; the stream's events are then read from Kafka once, by its write, and counted by
+it. A batch of several streams' events keeps the first look and its cache."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ def streams_only(
     planned: Callable[[int], Ranges | None] | None,
     batch_id: int,
 ) -> list[tuple[StreamTable, StreamParts]] | None:
-    """The streams of batch ``batch_id`` when every partition it read that moved belongs to
-    a stream (``planned``: the batch's offset ranges), else None: a batch with CDC events,
-    or unknown ranges."""
+    """The stream of batch ``batch_id`` when every partition it read that moved belongs to
+    one stream (``planned``: the batch's offset ranges), else None: a batch with CDC events
+    or with several streams' (Spark's Kafka source reads every record of the batch for
+    each stream's write, so their first look and cache read it once), or unknown ranges."""
     if not streams or planned is None:
         return None
     try:
@@ -39,4 +41,5 @@ def streams_only(
     moved = advanced(ranges)
     if any(topic in cdc_topics for topic in moved):
         return None
-    return streams_in(dict(streams), summary_of_ranges(moved))
+    found = streams_in(dict(streams), summary_of_ranges(moved))
+    return found if len(found) == 1 else None
