@@ -63,6 +63,17 @@ def batch_done(line: str) -> tuple[int, float] | None:
     return int(head.rsplit("batch ", 1)[1].split()[0]), float(tail.split("s", 1)[0])
 
 
+def create_source(prefix: str, n: int) -> str:
+    """A new PostgreSQL schema holding ``items`` of N rows, published for Debezium."""
+    schema = services.unique(prefix)
+    with services.pg_connect() as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
+        conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=n)}")
+        services.publish_schema(conn, schema)
+    return schema
+
+
 def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -115,12 +126,7 @@ def main(n: int, formats: list[str]) -> None:
 
 def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
     """(events/s of the insert batch, of the update batch), from the applier's log lines."""
-    schema = services.unique("benchm")
-    with services.pg_connect() as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
-        conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=n)}")
-        services.publish_schema(conn, schema)
+    schema = create_source("benchm", n)
     env = {
         **services.schema_source_env(schema),
         # room for the transaction markers (they take offsets): the N events in one batch

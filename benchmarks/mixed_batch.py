@@ -1,0 +1,291 @@
+"""Benchmark: the applier's throughput beside its bounds, measured in one run (issue 17).
+
+One PostgreSQL table of N rows (10 columns of mixed types), bootstrapped, mirrored in three
+rounds, each one batch (`cdcmirror mirror --available-now`, max_events_per_batch = 3N):
+
+- ``inserts``: Debezium's snapshot of the N rows into the empty table;
+- ``updates``: every row updated once;
+- ``mixed``: about N events, 60 % updates (a fifth of the keys updated twice), 20 % inserts
+  of new keys, 20 % deletes (a tenth of the new keys deleted in the same batch).
+
+Before each round the mirrored table is copied (CREATE TABLE AS SELECT, not timed). After
+it, the same round's deduplicated effect (the rows as they stand afterwards, and the keys
+it deleted) is written again to the copies, in the same Spark session:
+
+- ``plain MERGE``: ``MERGE … WHEN MATCHED AND deleted THEN DELETE WHEN MATCHED THEN UPDATE
+  WHEN NOT MATCHED THEN INSERT``, R times on fresh copies, the median;
+- ``plain append``: ``writeTo().append()`` of the rows (the bound of an insert batch);
+- ``pyiceberg``: ``Table.upsert`` of the rows and ``Table.delete`` of the keys (pure Python).
+
+Prints the batch's seconds and phases (from the applier's log), its Spark jobs and the
+driver JVM's peak heap, the bounds, and the ratios bound / batch. After each round the
+mirrored table is compared with the source row by row (a mismatch stops the benchmark).
+Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
+
+    .venv/bin/python benchmarks/mixed_batch.py [N] [R]   # default 100000 rows, 3 plain runs
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
+from cdcmirror.catalog import load_catalog
+from cdcmirror.commands.bootstrap import bootstrap
+from cdcmirror.commands.mirror import mirror
+from cdcmirror.config import Config, load_config
+from cdcmirror.spark.session import build_spark_session
+from integration_tests import services
+
+NAMES = ("id", "a", "b", "c", "d", "e", "f", "g", "h", "k")
+
+
+def mixed_statements(schema: str, n: int) -> list[str]:
+    """The mixed round's source statements, one transaction each (about N events)."""
+    t = f"{schema}.items"
+    new = FILL.format(n=n + n // 5).replace("generate_series(1,", f"generate_series({n + 1},")
+    return [
+        f"UPDATE {t} SET a = a + 1, c = md5(c) WHERE id % 10 < 4",  # 0.4 N
+        f"UPDATE {t} SET b = b + 1, d = d || 'x' WHERE id % 10 < 2",  # 0.2 N, again
+        f"INSERT INTO {t} {new}",  # 0.2 N new keys
+        f"DELETE FROM {t} WHERE id <= {n} AND id % 10 >= 8",  # 0.2 N
+        f"DELETE FROM {t} WHERE id > {n} AND id % 10 = 9",  # 0.02 N inserted, then deleted
+    ]
+
+
+def main(n: int, runs: int) -> None:
+    schema = create_source("benchx", n)
+    os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
+    env = {
+        **services.schema_source_env(schema),
+        "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(3 * n),  # room for transaction markers
+        "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
+        "CDCMIRROR_BOOTSTRAP__INITIAL_LOAD": "debezium",  # the snapshot goes through Kafka
+    }
+    handler = BatchLines()
+    log = logging.getLogger("cdcmirror.mirror")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    results: list[dict[str, Any]] = []
+    topic = f"{schema}.{schema}.items"
+    work = tempfile.TemporaryDirectory()
+    try:
+        config = load_config(environ=env, cwd=Path(work.name))
+        bootstrap(config)
+        wait_for_events(topic, n)
+        expected = n
+        for label in ("inserts", "updates", "mixed"):
+            if label == "updates":
+                with services.pg_connect() as conn:
+                    conn.execute(f"UPDATE {schema}.items SET a = a + 1, c = md5(c)")
+                expected += n
+            elif label == "mixed":
+                with services.pg_connect() as conn:
+                    for statement in mixed_statements(schema, n):
+                        expected += conn.execute(statement).rowcount
+            wait_for_events(topic, expected)
+            results.append(round_of(label, config, schema, handler, runs))
+    finally:
+        log.removeHandler(handler)
+        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+        work.cleanup()
+    report(results)
+
+
+def round_of(
+    label: str, config: Config, schema: str, lines: BatchLines, runs: int
+) -> dict[str, Any]:
+    """One round: copies of the table as it stands, the mirror's batch, the row-by-row
+    check, then the bounds on the copies."""
+    spark: Any = build_spark_session(config)
+    target = f"{schema}.items"
+    copies = [f"{target}_plain{i}" for i in range(runs)] + [f"{target}_append", f"{target}_py"]
+    properties = ", ".join(
+        f"'{r.key}' = '{r.value}'"
+        for r in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()
+        if r.key.startswith("write.") or r.key == "format-version"
+    )
+    for copy in copies:
+        spark.sql(f"DROP TABLE IF EXISTS {copy}")
+        spark.sql(
+            f"CREATE TABLE {copy} USING iceberg TBLPROPERTIES ({properties}) "
+            f"AS SELECT * FROM {target}"
+        )
+    lines.lines.clear()
+    jobs_before = last_job(spark)
+    reset_peaks(spark)
+    started = time.monotonic()
+    mirror(config, available_now=True)
+    run_seconds = time.monotonic() - started
+    result: dict[str, Any] = {
+        "round": label,
+        "run_seconds": run_seconds,
+        "batch_seconds": lines.seconds(),
+        "jobs": last_job(spark) - jobs_before,
+        "peak_heap_mib": heap_peak(spark) / 2**20,
+        **batch_figures(lines.lines),
+    }
+    check_equal(spark, schema)
+    rows, deleted = effect(spark, target, f"{target}_py")
+    result["rows"], result["deleted"] = rows.count(), deleted.count()
+    result["plain_merge"] = statistics.median(
+        plain_merge(spark, copy, rows, deleted) for copy in copies[:runs]
+    )
+    started = time.monotonic()
+    rows.drop("_del").writeTo(f"{target}_append").append()
+    result["plain_append"] = time.monotonic() - started
+    result["pyiceberg"] = pyiceberg_upsert(config, f"{target}_py", rows, deleted)
+    for copy in copies:
+        spark.sql(f"DROP TABLE IF EXISTS {copy}")
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def batch_figures(lines: list[str]) -> dict[str, Any]:
+    """Events and phase seconds of the round's table batches (the applier's log lines)."""
+    tables = [json.loads(x.split(" ", 2)[2]) for x in lines if x.startswith("mirror batch {")]
+    phases: dict[str, float] = {}
+    for t in tables:
+        for phase, seconds in t.get("phase_seconds", {}).items():
+            phases[phase] = phases.get(phase, 0.0) + seconds
+    events = sum(t.get("events", 0) for t in tables)
+    changed = sum(t.get("inserts", 0) + t.get("updates", 0) + t.get("deletes", 0) for t in tables)
+    done = [x for x in lines if " done in " in x]
+    for x in done:
+        if "read and summary " in x:
+            read = float(x.split("read and summary ", 1)[1].split("s", 1)[0])
+            phases["read and summary"] = phases.get("read and summary", 0.0) + read
+    batches = len(done)
+    jobs = sum(t.get("spark_jobs", 0) for t in tables)
+    return {
+        "batches": batches,
+        "events": events,
+        "changed": changed,
+        "phases": phases,
+        "table_jobs": jobs,
+    }
+
+
+def last_job(spark: Any) -> int:
+    """The newest Spark job's id in the driver's status store (-1: none yet)."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    return max([-1, *(int(jobs.apply(i).jobId()) for i in range(min(jobs.size(), 5)))])
+
+
+def reset_peaks(spark: Any) -> None:
+    for pool in spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
+        pool.resetPeakUsage()
+
+
+def heap_peak(spark: Any) -> int:
+    """Bytes: the sum of the heap pools' peaks since ``reset_peaks`` (an upper bound)."""
+    pools = spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    return sum(p.getPeakUsage().getUsed() for p in pools if p.getType().name() == "HEAP")
+
+
+def check_equal(spark: Any, schema: str) -> None:
+    """The mirrored table equals the source, row by row (id, a, b, c, d)."""
+    with services.pg_connect() as conn:
+        source = {
+            tuple(str(v) for v in row)
+            for row in conn.execute(f"SELECT id, a, b, c, d FROM {schema}.items").fetchall()
+        }
+    mirrored = {
+        tuple(str(v) for v in row)
+        for row in spark.sql(f"SELECT id, a, b, c, d FROM {schema}.items").collect()
+    }
+    if source != mirrored:
+        missing, extra = len(source - mirrored), len(mirrored - source)
+        raise SystemExit(f"{schema}.items: {missing} source rows not mirrored, {extra} extra")
+    print(f"{schema}.items equals the source: {len(source):,} rows", flush=True)
+
+
+def effect(spark: Any, target: str, before: str) -> tuple[Any, Any]:
+    """The round's deduplicated effect: the rows it wrote (as they stand now) and the keys
+    it deleted, from the table and its copy made before the round; both cached."""
+    now, was = spark.table(target).alias("n"), spark.table(before).alias("w")
+    joined = now.join(was, now.id == was.id, "full_outer")
+    rows = (
+        joined.where("w.id IS NULL OR n._cdc_position <> w._cdc_position")
+        .where("n.id IS NOT NULL")
+        .select("n.*")
+        .selectExpr("*", "false AS _del")
+    )
+    deleted = joined.where("n.id IS NULL").selectExpr("w.id AS id")
+    return rows.localCheckpoint(eager=True), deleted.localCheckpoint(eager=True)
+
+
+def plain_merge(spark: Any, copy: str, rows: Any, deleted: Any) -> float:
+    """Seconds of one plain Spark MERGE of the rows and the deleted keys into ``copy``."""
+    columns = [c for c in rows.columns if c != "_del"]
+    keys_only = [
+        c.name if c.name == "id" else f"CAST(NULL AS {c.dataType.simpleString()}) AS {c.name}"
+        for c in rows.schema
+    ]
+    deletes = deleted.selectExpr(
+        *[c.replace("CAST(NULL AS boolean) AS _del", "true AS _del") for c in keys_only]
+    )
+    source = rows.unionByName(deletes)
+    source.localCheckpoint(eager=True).createOrReplaceTempView("_plain_source")
+    sets = ", ".join(f"{c} = s.{c}" for c in columns)
+    started = time.monotonic()
+    spark.sql(
+        f"MERGE INTO {copy} t USING _plain_source s ON t.id = s.id "
+        "WHEN MATCHED AND s._del THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND NOT s._del THEN INSERT ({', '.join(columns)}) "
+        f"VALUES ({', '.join('s.' + c for c in columns)})"
+    )
+    return time.monotonic() - started
+
+
+def pyiceberg_upsert(config: Config, copy: str, rows: Any, deleted: Any) -> float:
+    """Seconds of pyiceberg's ``upsert`` of the rows and ``delete`` of the keys."""
+    from pyiceberg.expressions import In
+
+    table = load_catalog(config).load_table(copy)
+    arrow = rows.drop("_del").toArrow().cast(table.schema().as_arrow())
+    keys = [r.id for r in deleted.collect()]
+    started = time.monotonic()
+    if arrow.num_rows:
+        table.upsert(arrow, join_cols=["id"])
+    if keys:
+        table.delete(In("id", keys))  # type: ignore[call-arg, arg-type]
+    return time.monotonic() - started
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    head = (
+        "round", "events", "rows changed", "batch s", "events/s", "Spark jobs",
+        "of them the table's", "peak heap MiB", "plain MERGE s", "plain append s",
+        "pyiceberg s", "MERGE / batch", "append / batch", "batch speed / pyiceberg",
+    )  # fmt: skip
+    print("\n| " + " | ".join(head) + " |\n" + "| --- " * len(head) + "|")
+    for r in results:
+        batch = r["batch_seconds"]
+        cells = (
+            r["round"], f"{r['events']:,}", f"{r['changed']:,}", f"{batch:.2f}",
+            f"{r['events'] / batch:,.0f}",
+            r["jobs"], r["table_jobs"], f"{r['peak_heap_mib']:,.0f}", f"{r['plain_merge']:.2f}",
+            f"{r['plain_append']:.2f}", f"{r['pyiceberg']:.2f}",
+            f"{r['plain_merge'] / batch:.2f}x", f"{r['plain_append'] / batch:.2f}x",
+            f"{r['pyiceberg'] / batch:.1f}x",
+        )  # fmt: skip
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    for r in results:
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items())
+        print(f"{r['round']}: {r['batches']} batch(es); phases s: {phases}")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    with services.forgetting_made():
+        main(int(args[0]) if args else 100_000, int(args[1]) if len(args) > 1 else 3)
