@@ -17,12 +17,17 @@ it deleted) is written again to the copies, in the same Spark session:
 - ``plain append``: ``writeTo().append()`` of the rows (the bound of an insert batch);
 - ``pyiceberg``: ``Table.upsert`` of the rows and ``Table.delete`` of the keys (pure Python).
 
+The rounds' runs share what the job learns of the table's row schemas, as the batches of
+one continuous job do: the updates and mixed batches are read from Kafka once by their
+decode (``spark/single_pass.py``). With ``--cold`` each round is a new job's first batch,
+which takes the first look.
+
 Prints the batch's seconds and phases (from the applier's log), its Spark jobs and the
 driver JVM's peak heap, the bounds, and the ratios bound / batch. After each round the
 mirrored table is compared with the source row by row (a mismatch stops the benchmark).
 Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
 
-    .venv/bin/python benchmarks/mixed_batch.py [N] [R]   # default 100000 rows, 3 plain runs
+    .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold]   # default 100000 rows, R=3
 """
 
 from __future__ import annotations
@@ -286,6 +291,12 @@ def report(results: list[dict[str, Any]]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--cold"]
+    if "--cold" not in sys.argv:
+        from cdcmirror.spark import applier
+        from cdcmirror.spark.single_pass import KnownSchemas
+
+        shared = KnownSchemas()  # one job's memory across the rounds' runs
+        setattr(applier, "KnownSchemas", lambda: shared)  # noqa: B010
     with services.forgetting_made():
         main(int(args[0]) if args else 100_000, int(args[1]) if len(args) > 1 else 3)

@@ -248,7 +248,7 @@ def test_new_fields_of_an_inferred_stream_become_columns(
     # a batch of event streams only: written from one read of Kafka, whose write stops at the
     # new fields; the table gains them, then the write runs again
     lines = [r.getMessage() for r in caplog.records]
-    assert any("streams only, read once" in line for line in lines), lines
+    assert any("read once, no first look" in line for line in lines), lines
     assert any("new field(s) campaign" in line for line in lines), lines
     _assert_clicks_once(world)
     rows = world.rows("clicks", "n, campaign, price")

@@ -22,6 +22,7 @@ from cdcmirror.iceberg_types import is_widening
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
 from cdcmirror.mirror.envelope import UTF8
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from cdcmirror.sql_text import sql_string
 
 
 @dataclass
@@ -120,6 +121,25 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
 
 
 PAYLOAD_MARK = ',"payload":'
+
+NEW_SCHEMA = "a row schema new to this job (read again after a first look)"
+"""The ``_decode_error`` of an event whose schema ``known_schema_sql`` does not know: the
+batch is applied the usual way instead (``spark/single_pass.py``), never dead-lettered."""
+
+
+def known_schema_sql(known: list[str]) -> str:
+    """Per JSON Kafka row: its value starts with one of the ``known`` schema parts, as
+    ``distinct_schemas_sql`` collects them (the text before the first ``PAYLOAD_MARK``, which
+    holds none: so the value's first mark ends the part, and its schema is that part).
+
+    >>> print(known_schema_sql(['{"schema":{}}']))
+    (startswith(CAST(value AS STRING), '{"schema":{}},"payload":'))
+    >>> known_schema_sql([])
+    '(false)'
+    """
+    value = "CAST(value AS STRING)"
+    tests = [f"startswith({value}, {sql_string(k + PAYLOAD_MARK)})" for k in sorted(known)]
+    return f"({' OR '.join(tests) or 'false'})"
 
 
 def distinct_schemas_sql(kind: str, rows: str = "true") -> str:

@@ -13,7 +13,8 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of one event stream only skips 1. and the cache (``spark/single_pass.py``).
+A batch of one event stream's events, or of one table's in row schemas the job has applied
+before, skips 1. and the cache (``spark/single_pass.py``).
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -42,10 +43,10 @@ from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
 from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
-from cdcmirror.spark.executor_loss import ATTEMPTS, lost_executor
+from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
-from cdcmirror.spark.single_pass import streams_only
+from cdcmirror.spark.single_pass import KnownSchemas, one_table, streams_only
 from cdcmirror.spark.stream_apply import (
     Evolve,
     StreamBatch,
@@ -53,7 +54,7 @@ from cdcmirror.spark.stream_apply import (
     StreamTable,
     streams_in,
 )
-from cdcmirror.spark.table_apply import TableBatch, apply_decoded
+from cdcmirror.spark.table_apply import NewSchemas, TableBatch, apply_decoded
 from cdcmirror.spark.tombstones import TombstoneTables
 
 __all__ = ["Applier", "ApplierOptions", "CatalogHooks", "MirrorError", "TableStats"]
@@ -116,6 +117,8 @@ class Applier:
         self.gate = BatchGate()
         self._avro = AvroFrames()
         self._tombstones = TombstoneTables(options.internal_namespace)
+        self._known = KnownSchemas()  # the row schemas each table took (JSON with schemas)
+        self._avro_on = options.registry is not None
         self._kind = (
             "avro" if options.registry is not None else "json" if options.schemas else "schemaless"
         )
@@ -138,15 +141,7 @@ class Applier:
                     self._process(df, batch_id)
                     return
                 except Exception as exc:
-                    if attempt < ATTEMPTS and lost_executor(exc):
-                        logger.warning(
-                            "batch %d: an executor and its data were lost (%s); running the "
-                            "batch again (run %d of %d), which applies nothing twice",
-                            batch_id,
-                            str(exc).splitlines()[0][:300],
-                            attempt + 1,
-                            ATTEMPTS,
-                        )
+                    if retried(exc, batch_id, attempt, logger):
                         continue
                     if self.options.on_failure is not None:
                         self.options.on_failure()
@@ -160,12 +155,14 @@ class Applier:
         if only is not None:  # each stream reads its records once, straight from Kafka
             self._apply_all(df, batch_id, [], only, started, -1.0, True)
             return
+        if self._read_once(df, batch_id, started):
+            return
         if self.options.registry is None:  # JSON: checked once, for summary and decode
             df = with_utf8_check(df)
         df = df.persist()
         raw = None
         if self.options.registry is not None:
-            raw, df = df, self._from_avro(df).persist()
+            raw, df = df, self._avro.decode_batch(df, self.options.registry).persist()
         try:
             # reads the Kafka batch (and caches it)
             summary = topics_of_batch(df, self._kind, sorted(self.tables) if self.streams else None)
@@ -178,6 +175,22 @@ class Applier:
             df.unpersist()
             if raw is not None:
                 raw.unpersist()
+
+    def _read_once(self, df: Any, batch_id: int, started: float) -> bool:
+        """Apply a batch of one CDC table's events in known row schemas, read from Kafka by
+        its decode (``spark/single_pass.py``); False: the batch is not one, or it holds a
+        new row schema (nothing of it written)."""
+        known = self._known if self._kind == "json" else None
+        one = one_table(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
+        if one is None:
+            return False
+        records = with_utf8_check(df)
+        try:
+            self._apply_all(records, batch_id, [one], [], started, -1.0, False, records)
+        except NewSchemas as exc:
+            logger.info("batch %d: %s; read again with a first look", batch_id, exc)
+            return False
+        return True
 
     def _apply_all(
         self,
@@ -213,7 +226,8 @@ class Applier:
         stats = [s for s, _ in results]
         applied = time.monotonic()
         if dead:
-            self._dead_letter(dead, batch_id)
+            query = self.query_id or ""
+            write_dead_letters(self.batch_spark, self.dead_letter_table, dead, query, batch_id)
         dead_seconds = time.monotonic() - applied
         for s in stats:
             log = logger.error if s.stopped else logger.info
@@ -229,26 +243,12 @@ class Applier:
             "batch %d done in %.2fs (%s, tables %.2fs, dead letters %.2fs)",
             batch_id,
             seconds,
-            "streams only, read once" if read < 0 else f"read and summary {read:.2f}s",
+            "read once, no first look" if read < 0 else f"read and summary {read:.2f}s",
             applied - started - max(read, 0.0),
             dead_seconds,
         )
         if self.options.on_batch is not None:
             self.options.on_batch(stats, seconds)
-
-    def _from_avro(self, df: Any) -> Any:
-        """Adds ``_json`` (the Avro value as the JSON converter's text), ``_decode_error`` and
-        ``_schema_id``; the schemas of the batch's ids are fetched once, on the driver."""
-        assert self.options.registry is not None
-        framed = self._avro.with_ids(df)
-        ids = [
-            int(r[0])
-            for r in framed.select("_schema_id")
-            .where("_schema_id IS NOT NULL")
-            .distinct()
-            .collect()
-        ]
-        return self._avro.decode(framed, self.options.registry.schemas(ids))
 
     def _maintain(self) -> None:
         """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
@@ -312,9 +312,14 @@ class Applier:
             rejected, events = reject_schemas(
                 events, self._kind, table, verdict.rejected, raw_dead, stats
             )
-            decoded = self._decode(events, table).persist()
+            known = parts.get("known")
+            if known is None and self._kind == "json":
+                self._known.learn(table, parts["schemas"], not verdict.rejected)
+            decoded = decode_events(events, table, self.options.schemas, self._avro_on, known)
+            decoded = decoded.persist()
             try:
-                dead = self._apply_decoded(decoded, events, batch_id, table, stats)
+                batch = self._table_batch(events, batch_id, table, stats, known is not None)
+                dead = apply_decoded(batch, decoded)
             finally:
                 decoded.unpersist()
                 stats.table_seconds = time.monotonic() - started
@@ -322,7 +327,7 @@ class Applier:
                 stats.dead_lettered += rejected[1]
                 dead = rejected[0] if dead is None else dead.unionByName(rejected[0])
             return stats, dead
-        except CdcMirrorError:
+        except (CdcMirrorError, NewSchemas):
             raise
         except Exception as exc:
             raise MirrorError(
@@ -330,17 +335,13 @@ class Applier:
                 f"partition:end offset {where}): {exc}"
             ) from exc
 
-    def _decode(self, events: Any, table: MirrorTable) -> Any:
-        avro = self.options.registry is not None
-        return decode_events(events, table, self.options.schemas, avro)
-
-    def _apply_decoded(
-        self, decoded: Any, raw: Any, batch_id: int, table: MirrorTable, stats: TableStats
-    ) -> Any:
+    def _table_batch(
+        self, raw: Any, batch_id: int, table: MirrorTable, stats: TableStats, read_once: bool
+    ) -> TableBatch:
         props = batch_summary(
             self.query_id or "", batch_id, table.topic, stats.starts, stats.offsets
         )
-        batch = TableBatch(
+        return TableBatch(
             self.batch_spark,
             table,
             batch_id,
@@ -351,10 +352,5 @@ class Applier:
             self._tombstones,
             self._remember,
             raw,
-        )
-        return apply_decoded(batch, decoded)
-
-    def _dead_letter(self, frames: list[Any], batch_id: int) -> None:
-        write_dead_letters(
-            self.batch_spark, self.dead_letter_table, frames, self.query_id or "", batch_id
+            read_once,
         )

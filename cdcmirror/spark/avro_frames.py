@@ -29,6 +29,7 @@ from cdcmirror.mirror.avro import (
     plain_schema,
     record_fields,
 )
+from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.sql_text import q
 from cdcmirror.streams.avro_direct import direct_fields
 from cdcmirror.streams.sql import UNREADABLE
@@ -114,6 +115,13 @@ class AvroFrames:
         from pyspark.sql import functions as F
 
         return df.withColumn("_schema_id", F.expr(SCHEMA_ID_SQL))
+
+    def decode_batch(self, df: Any, registry: SchemaRegistry) -> Any:
+        """A CDC batch's records with ``_schema_id``, ``_json`` and ``_decode_error``; the
+        schemas of the batch's ids are fetched once, on the driver."""
+        framed = self.with_ids(df)
+        found = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct().collect()
+        return self.decode(framed, registry.schemas([int(r[0]) for r in found]))
 
     def decode(
         self,

@@ -18,6 +18,7 @@ from cdcmirror.mirror.envelope import (
     raw_rows_sql,
     wire_exprs,
 )
+from cdcmirror.mirror.evolution import NEW_SCHEMA, known_schema_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 
@@ -34,17 +35,24 @@ def with_utf8_check(records: Any) -> Any:
     return records.withColumn(UTF8, F.expr(UTF8_SQL))
 
 
-def decode_events(events: Any, table: MirrorTable, schemas: bool, avro: bool) -> Any:
+def decode_events(
+    events: Any, table: MirrorTable, schemas: bool, avro: bool, known: list[str] | None = None
+) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
-    ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas."""
+    ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
+    ``known``: its row schemas the table took, an event of another one is marked
+    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``)."""
     from pyspark.sql import functions as F
 
+    error = "_decode_error" if avro else NOT_UTF8_SQL
+    if known is not None:
+        error = f"coalesce({error}, IF({known_schema_sql(known)}, NULL, '{NEW_SCHEMA}'))"
     text = F.col("_json") if avro else F.col("value").cast("string")
     parsed = events.withColumn(
         "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
     ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))
     return (
-        parsed.selectExpr(*wire_exprs(table, schemas, "_decode_error" if avro else NOT_UTF8_SQL))
+        parsed.selectExpr(*wire_exprs(table, schemas, error))
         .selectExpr(*decoded_exprs(table))
         .selectExpr(*checked_exprs(table))
     )

@@ -11,6 +11,8 @@ so a second run applies nothing twice, exactly as after a crash and a restart.
 
 from __future__ import annotations
 
+import logging
+
 ATTEMPTS = 3
 """Runs of one batch at most (the first and two more)."""
 
@@ -43,3 +45,19 @@ def lost_executor(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def retried(error: BaseException, batch_id: int, attempt: int, logger: logging.Logger) -> bool:
+    """Whether run ``attempt`` of batch ``batch_id``, which failed with ``error``, is followed
+    by another (said in ``logger``)."""
+    if attempt >= ATTEMPTS or not lost_executor(error):
+        return False
+    logger.warning(
+        "batch %d: an executor and its data were lost (%s); running the batch again (run %d "
+        "of %d), which applies nothing twice",
+        batch_id,
+        str(error).splitlines()[0][:300],
+        attempt + 1,
+        ATTEMPTS,
+    )
+    return True

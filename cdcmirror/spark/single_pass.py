@@ -1,18 +1,27 @@
 """Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all one event stream's. Spark writes each batch's offsets to the
-checkpoint's offset log before running it (``mirror/checkpoint.batch_ranges``), so the
-partitions a batch read, and where each started and ended, are known without reading a
-record; the stream's events are then read from Kafka once, by its write, and counted by
-it. A batch of several streams' events keeps the first look and its cache."""
+whose records are all one event stream's, or all one CDC table's (JSON with schemas, in
+row schemas the job has seen). Spark writes each batch's offsets to the checkpoint's
+offset log before running it (``mirror/checkpoint.batch_ranges``), so the partitions a
+batch read, and where each started and ended, are known without reading a record; the
+events are then read from Kafka once, by the stream's write or the table's decode, and
+counted there. A batch of several tables' or streams' events keeps the first look and its
+cache (Spark's Kafka source reads every record of the batch for each of them).
+
+A CDC table's decode needs the table evolved to every row schema of its events first: the
+first look collects them. Without it, the decode marks each event whose schema is not one
+the job has applied before (``evolution.known_schema_sql``), and a batch with such an
+event is applied the usual way instead, before anything of it is written."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.checkpoint import Ranges, advanced
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.spark.batch_summary import summary_of_ranges
 from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
 
@@ -29,17 +38,70 @@ def streams_only(
     one stream (``planned``: the batch's offset ranges), else None: a batch with CDC events
     or with several streams' (Spark's Kafka source reads every record of the batch for
     each stream's write, so their first look and cache read it once), or unknown ranges."""
-    if not streams or planned is None:
+    moved = _moved(planned, batch_id) if streams else None
+    if moved is None or any(topic in cdc_topics for topic in moved):
+        return None
+    found = streams_in(dict(streams), summary_of_ranges(moved))
+    return found if len(found) == 1 else None
+
+
+def _moved(planned: Callable[[int], Ranges | None] | None, batch_id: int) -> Ranges | None:
+    """The partitions batch ``batch_id`` read that moved, and their ranges (None: unknown)."""
+    if planned is None:
         return None
     try:
         ranges = planned(batch_id)
     except CdcMirrorError as exc:  # the usual path needs no offset log
         logger.warning("batch %d: its planned offsets are not known: %s", batch_id, exc)
         return None
-    if ranges is None:
+    return None if ranges is None else advanced(ranges)
+
+
+MAX_KNOWN = 16  # row schemas a table's single read checks each event against, at most
+
+
+@dataclass
+class KnownSchemas:
+    """Per table, the JSON row schemas (``evolution.distinct_schemas_sql``'s texts) of the
+    events the job applied, while the table keeps the columns it had then."""
+
+    tables: dict[str, tuple[tuple[MirrorColumn, ...], frozenset[str]]] = field(default_factory=dict)
+
+    def learn(self, table: MirrorTable, schemas: set[str], all_taken: bool) -> None:
+        """After a batch's evolution: ``table`` as it now is took every one of ``schemas``
+        (``all_taken``), or not (then none of its schemas counts as known)."""
+        columns, known = self.tables.get(table.identifier, ((), frozenset()))
+        known = known if columns == table.columns else frozenset()
+        known = known | schemas if all_taken else frozenset()
+        self.tables[table.identifier] = (table.columns, known)
+
+    def of(self, table: MirrorTable) -> frozenset[str] | None:
+        """The known schemas of ``table`` as it is (None: none, or too many to check)."""
+        columns, known = self.tables.get(table.identifier, ((), frozenset()))
+        if columns != table.columns or not known or len(known) > MAX_KNOWN:
+            return None
+        return known
+
+
+def one_table(
+    tables: Mapping[str, MirrorTable],
+    streams: Mapping[str, StreamTable],
+    planned: Callable[[int], Ranges | None] | None,
+    batch_id: int,
+    known: KnownSchemas | None,
+) -> tuple[MirrorTable, dict[str, Any]] | None:
+    """The CDC table of batch ``batch_id`` and its parts (offsets from the planned ranges,
+    ``schemas`` the known ones, ``known`` set) when every partition that moved is that
+    table's topic and its row schemas are ``known``; else None."""
+    moved = None if known is None else _moved(planned, batch_id)
+    if known is None or moved is None or len(moved) != 1:
         return None
-    moved = advanced(ranges)
-    if any(topic in cdc_topics for topic in moved):
+    topic = next(iter(moved))
+    table = tables.get(topic)
+    schemas = None if table is None else known.of(table)
+    if table is None or schemas is None or streams_in(dict(streams), summary_of_ranges(moved)):
         return None
-    found = streams_in(dict(streams), summary_of_ranges(moved))
-    return found if len(found) == 1 else None
+    parts = summary_of_ranges(moved)[topic]
+    parts["schemas"] = set(schemas)
+    parts["known"] = sorted(schemas)
+    return table, parts

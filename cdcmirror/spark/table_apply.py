@@ -15,6 +15,7 @@ from typing import Any
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.envelope import source_length, spark_name
+from cdcmirror.mirror.evolution import NEW_SCHEMA
 from cdcmirror.mirror.key_change import (
     applied_count_sql,
     applies_at_create,
@@ -48,6 +49,12 @@ from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
+
+class NewSchemas(Exception):
+    """A batch read once (``spark/single_pass.py``) holds an event of a row schema the job
+    has not applied: nothing of it is written, it is applied the usual way."""
+
+
 VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective")
 
 
@@ -65,6 +72,7 @@ class TableBatch:
     tombstones: TombstoneTables
     remember: Callable[[MirrorTable], None]  # the table's new truncate mark
     raw: Any  # the table's Kafka records of the batch (dead letters keep their key and value)
+    read_once: bool = False  # no first look: the decode counts the events, checks schemas
 
     @property
     def target(self) -> str:
@@ -87,6 +95,12 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     table, stats = tb.table, tb.stats
     with stats.phase("decode"):
         agg = _aggregate(decoded, table)
+    if tb.read_once:
+        if agg.new_schemas:
+            raise NewSchemas(f"{table.identifier}: {agg.new_schemas} event(s) of a new row schema")
+        stats.events = agg.events
+        if not agg.events:  # the partitions moved by transaction markers only
+            return None
     bounds = bounds_of(table, agg.asDict())
     source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
     stats.dead_lettered = agg.bad
@@ -129,6 +143,8 @@ def _aggregate(decoded: Any, table: MirrorTable) -> Any:
     ts = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
     n = source_length(table.dialect)
     return decoded.selectExpr(
+        "count(*) AS events",
+        f"count_if(_error = '{NEW_SCHEMA}') AS new_schemas",
         "count_if(_error IS NOT NULL) AS bad",
         f"max({ts}) AS newest_us",
         f"percentile_approx({ts}, 0.5) AS median_us",
