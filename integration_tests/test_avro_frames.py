@@ -8,6 +8,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from cdcmirror.mirror.avro import NOT_UTF8
 from cdcmirror.spark.avro_frames import AvroFrames
 from integration_tests.conftest import SparkWorld
 from tests.test_avro_decoding import ENVELOPE, EVENT, ROW, framed
@@ -71,3 +72,25 @@ def test_undecodable_values_say_why(spark_world: SparkWorld) -> None:
             assert (row._json is None) == (value is None), (value, row)
         else:
             assert row._json is None and expected in (row._decode_error or ""), (value, row)
+
+
+def test_a_string_in_a_record_named_by_its_full_name_is_checked(spark_world: SparkWorld) -> None:
+    """A schema that refers to a record by its full name (``shop.v1.Tag``): the strings of
+    the records of that type are UTF-8-checked too, so a bad one is a dead letter, not a
+    value written with U+FFFD."""
+    tag = {
+        "type": "record",
+        "name": "Tag",
+        "namespace": "shop.v1",
+        "fields": [{"name": "label", "type": "string"}],
+    }
+    schema = {"type": "record", "name": "Event", "namespace": "shop.v1", "fields": [
+        {"name": "first", "type": tag},
+        {"name": "more", "type": {"type": "array", "items": "shop.v1.Tag"}},
+    ]}  # fmt: skip
+    good = framed(5, {"first": {"label": "a"}, "more": [{"label": "ü"}]}, schema)
+    bad = framed(5, {"first": {"label": "a"}, "more": [{"label": "XXXX"}]}, schema)
+    bad = bad.replace(b"XXXX", b"\xff\xfe\xfd\xfc")
+    ok, broken = decoded(spark_world, [good, bad], {5: json.dumps(schema)})
+    assert ok._decode_error is None and json.loads(ok._json)["more"] == [{"label": "ü"}]
+    assert NOT_UTF8 in (broken._decode_error or ""), broken  # a dead letter

@@ -139,6 +139,63 @@ SCHEMA_ID_SQL = (
 )
 
 
+def name_record(node: dict[str, Any], named: dict[str, Any]) -> None:
+    """Adds the record ``node`` to ``named`` under its name and its full name (a schema may
+    refer to it by either)."""
+    name = str(node.get("name"))
+    named[name] = named[name.rsplit(".", 1)[-1]] = node
+    if node.get("namespace") and "." not in name:
+        named[f"{node['namespace']}.{name}"] = node
+
+
+def named_type(name: str, named: dict[str, Any]) -> Any:
+    """The record ``name`` refers to (by its name or full name), None when not named yet.
+
+    >>> named = {}
+    >>> name_record({"type": "record", "name": "P", "namespace": "a.b", "fields": []}, named)
+    >>> named_type("a.b.P", named) is named_type("P", named) is named["P"]
+    True
+    """
+    return named.get(name, named.get(name.rsplit(".", 1)[-1]))
+
+
+def holds_strings(node: Any, named: dict[str, Any]) -> bool:
+    """Whether a value of the Avro schema ``node`` can hold a string anywhere: a string, a
+    map (its keys are), or a record, array or union member that does (``named``: the
+    records named so far; not changed).
+
+    >>> holds_strings("long", {}), holds_strings(["null", "string"], {})
+    (False, True)
+    >>> holds_strings({"type": "array", "items": {"type": "map", "values": "int"}}, {})
+    True
+    >>> point = {"type": "record", "name": "P", "fields": [{"name": "x", "type": "int"}]}
+    >>> holds_strings(point, {}), holds_strings({"type": "array", "items": "P"}, {"P": point})
+    (False, False)
+    >>> text = {"type": "record", "name": "T", "namespace": "n", "fields": [
+    ...     {"name": "s", "type": "string"}]}
+    >>> holds_strings(["null", text, {"type": "array", "items": "n.T"}], {})
+    True
+    """
+    return _holds(node, dict(named))
+
+
+def _holds(node: Any, named: dict[str, Any]) -> bool:
+    if isinstance(node, list):
+        return any(_holds(k, named) for k in node)
+    if isinstance(node, str):
+        target = named_type(node, named)
+        return node == "string" or (target is not None and _holds(target, named))
+    kind = node.get("type") if isinstance(node, dict) else None
+    if kind == "record":
+        name_record(node, named)
+        return any(_holds(f["type"], named) for f in node.get("fields", []))
+    if kind == "array":
+        return _holds(node.get("items"), named)
+    if kind == "map":
+        return True
+    return isinstance(kind, (str, list, dict)) and _holds(kind, named)
+
+
 def record_fields(schema_text: str) -> list[str]:
     """The field names of a record schema (JSON text); empty for anything else.
 

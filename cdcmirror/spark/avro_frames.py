@@ -26,6 +26,9 @@ from cdcmirror.mirror.avro import (
     NOT_UTF8,
     SCHEMA_ID_SQL,
     avro_error_sql,
+    holds_strings,
+    name_record,
+    named_type,
     plain_schema,
     record_fields,
 )
@@ -72,10 +75,11 @@ def _text_valid(value: Any, node: Any, named: dict[str, Any]) -> Any:
     if isinstance(node, str):
         if node == "string":
             return F.coalesce(F.call_function("is_valid_utf8", value), F.lit(True))
-        return _text_valid(value, named[node], named) if node in named else None
+        target = named_type(node, named)
+        return None if target is None else _text_valid(value, target, named)
     kind = node.get("type") if isinstance(node, dict) else None
     if kind == "record":
-        named[str(node.get("name"))] = node
+        name_record(node, named)
         fields = node.get("fields", [])
         return _every([_text_valid(value[f["name"]], f["type"], named) for f in fields])
     if kind == "array":
@@ -90,7 +94,7 @@ def _each(items: Any, node: Any, named: dict[str, Any]) -> Any:
     """``_text_valid`` of every item of the array ``items`` (None: they hold no string)."""
     from pyspark.sql import functions as F
 
-    if _text_valid(F.lit(None), node, dict(named)) is None:
+    if not holds_strings(node, named):
         return None
     every = F.forall(items, lambda x: F.coalesce(_text_valid(x, node, named), F.lit(True)))
     return F.coalesce(every, F.lit(True))
