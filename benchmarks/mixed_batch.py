@@ -17,10 +17,10 @@ it deleted) is written again to the copies, in the same Spark session:
 - ``plain append``: ``writeTo().append()`` of the rows (the bound of an insert batch);
 - ``pyiceberg``: ``Table.upsert`` of the rows and ``Table.delete`` of the keys (pure Python).
 
-The rounds' runs share what the job learns of the table's row schemas, as the batches of
-one continuous job do: the updates and mixed batches are read from Kafka once by their
-decode (``spark/single_pass.py``). With ``--cold`` each round is a new job's first batch,
-which takes the first look.
+The rounds' runs share one checkpoint, which keeps the row schemas the job applied
+(``checkpoint_store.remembered_schemas``): the updates and mixed batches are read from
+Kafka once by their decode (``spark/single_pass.py``). With ``--cold`` that file is removed
+before each round, so each batch takes the first look.
 
 Prints the batch's seconds and phases (from the applier's log), its Spark jobs and the
 driver JVM's peak heap, the bounds, and the ratios bound / batch. After each round the
@@ -44,6 +44,7 @@ from typing import Any
 
 from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
 from cdcmirror.catalog import load_catalog
+from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
 from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
@@ -124,6 +125,8 @@ def round_of(
             f"CREATE TABLE {copy} USING iceberg TBLPROPERTIES ({properties}) "
             f"AS SELECT * FROM {target}"
         )
+    if "--cold" in sys.argv:  # the job forgets the row schemas it applied
+        (Path(checkpoint_files(config).location) / SCHEMAS_FILE).unlink(missing_ok=True)
     lines.lines.clear()
     jobs_before = last_job(spark)
     reset_peaks(spark)
@@ -292,11 +295,5 @@ def report(results: list[dict[str, Any]]) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--cold"]
-    if "--cold" not in sys.argv:
-        from cdcmirror.spark import applier
-        from cdcmirror.spark.single_pass import KnownSchemas
-
-        shared = KnownSchemas()  # one job's memory across the rounds' runs
-        setattr(applier, "KnownSchemas", lambda: shared)  # noqa: B010
     with services.forgetting_made():
         main(int(args[0]) if args else 100_000, int(args[1]) if len(args) > 1 else 3)

@@ -1,14 +1,18 @@
 """The streaming checkpoint's files where Spark keeps them: a local directory or an
 ``s3a://`` URL, read and removed through pyarrow's file systems (the only module that
-touches them). Where and with which settings: ``s3a_settings.py``."""
+touches them). Where and with which settings: ``s3a_settings.py``. Beside Spark's own
+files the job keeps one of its own there: the row schemas it applied
+(:func:`remembered_schemas`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from cdcmirror.catalog_properties import pyiceberg_properties
 from cdcmirror.config import Config
-from cdcmirror.exceptions import ServiceUnavailableError
+from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
+from cdcmirror.mirror.known_schemas import KnownSchemas
 from cdcmirror.s3a_settings import (
     arrow_s3_options,
     bucket_and_key,
@@ -16,6 +20,8 @@ from cdcmirror.s3a_settings import (
     is_url,
     s3a_settings,
 )
+
+logger = logging.getLogger("cdcmirror.mirror")
 
 
 class CheckpointFiles:
@@ -60,6 +66,22 @@ class CheckpointFiles:
         text: str = self._call(f"read {relative}", read)
         return text
 
+    def write(self, relative: str, text: str) -> None:
+        """Write ``text`` as the file ``relative`` (whole: a reader never sees a part)."""
+        path = f"{self.root}/{relative}"
+
+        def write() -> None:
+            if "://" in self.location and not self.location.startswith("file://"):
+                with self.fs.open_output_stream(path) as stream:  # an object: put whole
+                    stream.write(text.encode("utf-8"))
+                return
+            self.fs.create_dir(self.root, recursive=True)
+            with self.fs.open_output_stream(path + ".tmp") as stream:
+                stream.write(text.encode("utf-8"))
+            self.fs.move(path + ".tmp", path)
+
+        self._call(f"write {relative}", write)
+
     def exists(self) -> bool:
         from pyarrow import fs
 
@@ -89,3 +111,28 @@ def checkpoint_files(config: Config) -> CheckpointFiles:
     location = config.location("mirror", "checkpoint_location")
     spark_conf = {str(k): str(v) for k, v in dict(config.spark.conf).items()}
     return CheckpointFiles(location, s3a_settings(pyiceberg_properties(config), spark_conf))
+
+
+SCHEMAS_FILE = "cdcmirror-row-schemas.json"
+
+
+def remembered_schemas(files: CheckpointFiles) -> KnownSchemas:
+    """The row schemas the job's earlier runs applied to each table
+    (``mirror/known_schemas.py``), from the checkpoint, kept there as they change: a run's
+    first batch of one table in them is read from Kafka once too. The file is an
+    optimisation: one that cannot be read or written costs the first look, nothing else."""
+    known = KnownSchemas()
+    try:
+        if SCHEMAS_FILE in files.names(""):
+            known = KnownSchemas.from_json(files.read(SCHEMAS_FILE))
+    except CdcMirrorError as exc:
+        logger.warning("%s; each table's first batch takes the first look", exc)
+
+    def save(text: str) -> None:
+        try:
+            files.write(SCHEMAS_FILE, text)
+        except CdcMirrorError as exc:
+            logger.warning("%s; the next run's first batches take the first look", exc)
+
+    known.saved = save
+    return known

@@ -525,10 +525,10 @@ def test_new_column_on_a_multi_partition_topic(
 def test_batches_read_once_meet_a_new_column(
     stack: Stack, postgres: None, spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Batches of 60 events of one table: after the first of a run, each is read from Kafka
-    once by its decode (no first look) while its row schemas are ones the run applied. The
-    batch whose events carry a new column writes nothing that way and is applied the usual
-    way: the column is added, every value kept."""
+    """Batches of 60 events of one table: after the job's first, each is read from Kafka
+    once by its decode (no first look) while its row schemas are ones the job applied (kept
+    in the checkpoint from run to run). The batch whose events carry a new column writes
+    nothing that way and is applied the usual way: the column is added, every value kept."""
     fixture = mirrored(spark_world, "json", 150, mirror_settings={"max_events_per_batch": 60})
     m = next(fixture)
     try:
@@ -545,6 +545,8 @@ def test_batches_read_once_meet_a_new_column(
         lines = [r.getMessage() for r in caplog.records]
         once = [x for x in lines if "read once, no first look" in x]
         assert len(once) >= 2, lines
+        # the first run's schemas are kept in the checkpoint: this run's first batch too
+        assert "read once, no first look" in next(x for x in lines if " done in " in x)
         assert any("of a new row schema; read again with a first look" in x for x in lines)
         tables = [json.loads(x.split(" ", 2)[2]) for x in lines if x.startswith("mirror batch {")]
         assert all(t["events"] <= 60 for t in tables) and sum(t["events"] for t in tables) > 200

@@ -4,10 +4,13 @@ moved, in row schemas the job applied to the table as it is."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+from cdcmirror.checkpoint_store import SCHEMAS_FILE, CheckpointFiles, remembered_schemas
 from cdcmirror.mirror.checkpoint import Ranges
+from cdcmirror.mirror.known_schemas import MAX_KNOWN, KnownSchemas
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
-from cdcmirror.spark.single_pass import MAX_KNOWN, KnownSchemas, one_table
+from cdcmirror.spark.single_pass import one_table
 
 COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string"))
 TABLE = MirrorTable("ns.items", "src.s.items", "postgresql", "s.items", ("id",), "upsert", COLUMNS)
@@ -65,3 +68,21 @@ def test_too_many_schemas_are_not_checked_per_event() -> None:
     assert known.of(TABLE) is not None
     known.learn(TABLE, {"one more"}, True)
     assert known.of(TABLE) is None
+
+
+def test_the_schemas_are_remembered_in_the_checkpoint_across_runs(tmp_path: Path) -> None:
+    files = CheckpointFiles(str(tmp_path / "checkpoint"), {})
+    first = remembered_schemas(files)
+    assert first.of(TABLE) is None  # a new checkpoint: nothing known
+    first.learn(TABLE, {"s1"}, True)
+    assert SCHEMAS_FILE in files.names("")
+    again = remembered_schemas(files)
+    assert again.of(TABLE) == frozenset({"s1"})
+    again.learn(TABLE, {"s2"}, False)  # a rejected schema: the next run knows none
+    assert remembered_schemas(files).of(TABLE) is None
+
+
+def test_a_checkpoint_file_that_cannot_be_read_costs_the_first_look_only(tmp_path: Path) -> None:
+    files = CheckpointFiles(str(tmp_path), {})
+    files.write(SCHEMAS_FILE, '{"ns.items": {"columns": 3}}')
+    assert remembered_schemas(files).of(TABLE) is None

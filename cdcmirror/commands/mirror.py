@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files
+from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files, remembered_schemas
 from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
 from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
 from cdcmirror.config import Config
@@ -71,10 +71,12 @@ def build_applier(
     metrics: MirrorMetrics | None = None,
     streams: JobStreams | None = None,
     planned: Callable[[int], Any] | None = None,
+    known: Any = None,
 ) -> Any:
     """The applier of ``tables`` (and ``streams``) as the mirror job configures it;
     ``metrics`` counts its batches; ``planned`` gives a batch's offset ranges
-    (``mirror/checkpoint.batch_ranges``)."""
+    (``mirror/checkpoint.batch_ranges``); ``known``: the row schemas earlier runs applied
+    (:func:`remembered_schemas`)."""
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.commands.maintain import settings_of
     from cdcmirror.connector_health import connector_problem
@@ -107,6 +109,7 @@ def build_applier(
         on_batch=metrics.batch_done if metrics else None,
         on_failure=metrics.batch_failed if metrics else None,
         batch_ranges=planned,
+        known_schemas=known,
     )
     hooks = CatalogHooks(access.reload, access.evolve, streams.access.evolve if streams else None)
     mine = {s.identifier: s for s in streams.tables} if streams else {}
@@ -138,9 +141,9 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         metrics, server = serve_metrics(config)
         spark = build_spark_session(config, "cdcmirror-mirror")
         starting = resume_offsets(config, catalog, tables, files, streams)
-        applier = build_applier(
-            config, catalog, tables, spark, metrics, streams, planned_by(files, starting)
-        )
+        planned = planned_by(files, starting)
+        known = remembered_schemas(files)
+        applier = build_applier(config, catalog, tables, spark, metrics, streams, planned, known)
         problem = applier.options.source_health()
         if problem:
             logger.error("%s; the mirror applies what Kafka holds and goes on", problem)

@@ -33,6 +33,7 @@ from typing import Any
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
 from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.evolution import Evolution
+from cdcmirror.mirror.known_schemas import KnownSchemas
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import batch_summary
 from cdcmirror.mirror.spec import MirrorTable
@@ -46,7 +47,7 @@ from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
-from cdcmirror.spark.single_pass import KnownSchemas, one_table, streams_only
+from cdcmirror.spark.single_pass import one_table, streams_only
 from cdcmirror.spark.stream_apply import (
     Evolve,
     StreamBatch,
@@ -81,6 +82,8 @@ class ApplierOptions:
     on_failure: Callable[[], None] | None = None
     # a batch's offset ranges as Spark planned them (spark/single_pass.py uses them)
     batch_ranges: Callable[[int], Ranges | None] | None = None
+    # the row schemas earlier runs applied (spark/single_pass.py), kept by the job
+    known_schemas: KnownSchemas | None = None
 
 
 class CatalogHooks:
@@ -117,7 +120,8 @@ class Applier:
         self.gate = BatchGate()
         self._avro = AvroFrames()
         self._tombstones = TombstoneTables(options.internal_namespace)
-        self._known = KnownSchemas()  # the row schemas each table took (JSON with schemas)
+        # the row schemas each table took (JSON with schemas)
+        self._known = options.known_schemas or KnownSchemas()
         self._avro_on = options.registry is not None
         self._kind = (
             "avro" if options.registry is not None else "json" if options.schemas else "schemaless"

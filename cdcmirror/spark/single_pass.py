@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.checkpoint import Ranges, advanced
-from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from cdcmirror.mirror.known_schemas import KnownSchemas
+from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.batch_summary import summary_of_ranges
 from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
 
@@ -55,32 +55,6 @@ def _moved(planned: Callable[[int], Ranges | None] | None, batch_id: int) -> Ran
         logger.warning("batch %d: its planned offsets are not known: %s", batch_id, exc)
         return None
     return None if ranges is None else advanced(ranges)
-
-
-MAX_KNOWN = 16  # row schemas a table's single read checks each event against, at most
-
-
-@dataclass
-class KnownSchemas:
-    """Per table, the JSON row schemas (``evolution.distinct_schemas_sql``'s texts) of the
-    events the job applied, while the table keeps the columns it had then."""
-
-    tables: dict[str, tuple[tuple[MirrorColumn, ...], frozenset[str]]] = field(default_factory=dict)
-
-    def learn(self, table: MirrorTable, schemas: set[str], all_taken: bool) -> None:
-        """After a batch's evolution: ``table`` as it now is took every one of ``schemas``
-        (``all_taken``), or not (then none of its schemas counts as known)."""
-        columns, known = self.tables.get(table.identifier, ((), frozenset()))
-        known = known if columns == table.columns else frozenset()
-        known = known | schemas if all_taken else frozenset()
-        self.tables[table.identifier] = (table.columns, known)
-
-    def of(self, table: MirrorTable) -> frozenset[str] | None:
-        """The known schemas of ``table`` as it is (None: none, or too many to check)."""
-        columns, known = self.tables.get(table.identifier, ((), frozenset()))
-        if columns != table.columns or not known or len(known) > MAX_KNOWN:
-            return None
-        return known
 
 
 def one_table(
