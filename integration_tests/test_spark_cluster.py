@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from cdcmirror.catalog_properties import spark_catalog_conf
-from cdcmirror.checkpoint_store import checkpoint_files
+from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
 from cdcmirror.config import load_config
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
@@ -213,6 +213,7 @@ def test_rest_catalog_s3_and_a_checkpoint_on_s3a(pg_rest: Mirrored) -> None:
     checkpoint = checkpoint_files(m.config)
     assert checkpoint.location.startswith("s3a://") and holds_batches(checkpoint)
     assert not (m.config_path.parent / "s3a:").exists(), "the checkpoint was written locally"
+    assert SCHEMAS_FILE in checkpoint.names(""), "the row schemas the job applied, kept on S3"
     assert_in_sync_on_s3(m, *deep_reconcile(m, 10))
 
 
