@@ -6,6 +6,7 @@ keeps it in its checkpoint (``checkpoint_store.remembered_schemas``)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
 
@@ -23,17 +24,20 @@ class KnownSchemas:
 
     tables: dict[str, tuple[tuple[MirrorColumn, ...], frozenset[str]]] = field(default_factory=dict)
     saved: Callable[[str], None] | None = None
+    # tables are applied on several threads: one learns (and saves) at a time
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def learn(self, table: MirrorTable, schemas: set[str], all_taken: bool) -> None:
         """After a batch's evolution: ``table`` as it now is took every one of ``schemas``
         (``all_taken``), or not (then none of its schemas counts as known)."""
-        before = self.tables.get(table.identifier, ((), frozenset()))
-        columns, known = before
-        known = known if columns == table.columns else frozenset()
-        known = known | schemas if all_taken else frozenset()
-        self.tables[table.identifier] = (table.columns, known)
-        if self.saved is not None and self.tables[table.identifier] != before:
-            self.saved(self.to_json())
+        with self._lock:
+            before = self.tables.get(table.identifier, ((), frozenset()))
+            columns, known = before
+            known = known if columns == table.columns else frozenset()
+            known = known | schemas if all_taken else frozenset()
+            self.tables[table.identifier] = (table.columns, known)
+            if self.saved is not None and self.tables[table.identifier] != before:
+                self.saved(self.to_json())
 
     def of(self, table: MirrorTable) -> frozenset[str] | None:
         """The known schemas of ``table`` as it is (None: none, or too many to check)."""
