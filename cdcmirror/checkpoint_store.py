@@ -32,11 +32,12 @@ class CheckpointFiles:
 
         self.location = location
         self.fs: Any
+        self.objects = False  # an object store (S3): no directories, a put is whole
         if location.startswith("file://"):
             self.fs, self.root = fs.LocalFileSystem(), location[len("file://") :].rstrip("/")
         elif is_url(location):
             check_checkpoint_url(location)
-            self.fs = fs.S3FileSystem(**arrow_s3_options(settings))
+            self.fs, self.objects = fs.S3FileSystem(**arrow_s3_options(settings)), True
             self.root = bucket_and_key(location)
         else:
             self.fs, self.root = fs.LocalFileSystem(), location.rstrip("/")
@@ -71,8 +72,8 @@ class CheckpointFiles:
         path = f"{self.root}/{relative}"
 
         def write() -> None:
-            if "://" in self.location and not self.location.startswith("file://"):
-                with self.fs.open_output_stream(path) as stream:  # an object: put whole
+            if self.objects:
+                with self.fs.open_output_stream(path) as stream:
                     stream.write(text.encode("utf-8"))
                 return
             self.fs.create_dir(self.root, recursive=True)

@@ -73,9 +73,10 @@ def one_table(
     topic = next(iter(moved))
     table = tables.get(topic)
     schemas = None if table is None else known.of(table)
-    if table is None or schemas is None or streams_in(dict(streams), summary_of_ranges(moved)):
+    summary = summary_of_ranges(moved)
+    if table is None or schemas is None or streams_in(dict(streams), summary):
         return None
-    parts = summary_of_ranges(moved)[topic]
+    parts = summary[topic]
     parts["schemas"] = set(schemas)
     parts["known"] = sorted(schemas)
     return table, parts
