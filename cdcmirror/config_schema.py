@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror import dialects
+
 # section -> key -> type; "table" keys take free-form sub-tables.
 SCHEMA: dict[str, dict[str, str]] = {
     "source": {
@@ -155,7 +157,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("source", "dialect"): ("postgresql", "mysql"),
+    ("source", "dialect"): dialects.NAMES,
     ("connect", "secrets"): ("file", "env"),
     ("bootstrap", "initial_load"): ("auto", "spark", "debezium"),
     ("mirror", "deletes"): ("hard", "soft"),

@@ -16,6 +16,7 @@ The connector configs in ``connectors/`` set the modes this mapping relies on:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdcmirror.exceptions import UnsupportedTypeError
@@ -190,19 +191,29 @@ def map_type(
     >>> map_type("mysql", parse_mysql_type("bigint(20) unsigned"))
     TypeMapping(iceberg='decimal(20,0)', carrier='bytes org.apache.kafka.connect.data.Decimal')
     """
-    options = options or MappingOptions()
-    if dialect == "postgresql":
-        if source_type.name == "array":
-            if source_type.element is None or source_type.element.name == "array":
-                return None
-            element = _postgresql(source_type.element)
-            if element is None:
-                return None
-            return TypeMapping(f"list<{element.iceberg}>", f"array<{element.carrier}>")
+    mapper = _MAPPERS.get(dialect)
+    if mapper is None:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    return mapper(source_type, options or MappingOptions())
+
+
+def _postgresql_or_array(source_type: SourceType, options: MappingOptions) -> TypeMapping | None:
+    """PostgreSQL's types, and one-dimensional arrays of them."""
+    if source_type.name != "array":
         return _postgresql(source_type)
-    if dialect == "mysql":
-        return _mysql(source_type, options)
-    raise ValueError(f"unknown dialect {dialect!r}")
+    if source_type.element is None or source_type.element.name == "array":
+        return None
+    element = _postgresql(source_type.element)
+    if element is None:
+        return None
+    return TypeMapping(f"list<{element.iceberg}>", f"array<{element.carrier}>")
+
+
+# each dialect's type rules (the dialect's name as ``dialects/`` has it)
+_MAPPERS: dict[str, Callable[[SourceType, MappingOptions], TypeMapping | None]] = {
+    "postgresql": _postgresql_or_array,
+    "mysql": _mysql,
+}
 
 
 def map_column(

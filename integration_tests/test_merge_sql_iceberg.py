@@ -126,6 +126,42 @@ def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
     assert got == [3, 4]
 
 
+def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
+    spark_world: SparkWorld,
+) -> None:
+    """``repair.plan.key_filter("spark", …)`` and ``MirrorTables.delete_unchanged`` over
+    text keys: Spark reads a backslash in a string literal as an escape and ``'it''s'`` as
+    two literals (``its``), so a key with either must be written as ``sql_text.sql_string``
+    writes it, or repair never finds (and never removes) the mirror's extra row."""
+    from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
+    from cdcmirror.repair.plan import key_filter
+    from cdcmirror.spark.reconcile_side import MirrorTables
+
+    spark = spark_world.spark
+    target = "merge_it.text_keys"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS merge_it")
+    spark.sql(f"DROP TABLE IF EXISTS {target}")
+    spark.sql(
+        f"CREATE TABLE {target} (name STRING, _cdc_position ARRAY<BIGINT>, "
+        "_cdc_deleted BOOLEAN) USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    names = ["C:\\new", "it's", "plain", "a\\'b"]
+    spark.createDataFrame(
+        [(n, [1, i], False) for i, n in enumerate(names)],
+        "name STRING, _cdc_position ARRAY<BIGINT>, _cdc_deleted BOOLEAN",
+    ).writeTo(target).append()
+    key = CanonicalColumn("name", "text")
+    shape = RowShape(key=(key,), columns=(key,), skipped=())
+    wanted = [n for n in names if n != "plain"]
+    mirror = MirrorTables(spark)
+    found = mirror.positions(
+        target, shape, key_filter("spark", shape, [{"name": n} for n in wanted])
+    )
+    assert sorted(found) == sorted(wanted)
+    mirror.delete_unchanged(target, shape, {n: [1, names.index(n)] for n in wanted})
+    assert [r[0] for r in spark.sql(f"SELECT name FROM {target}").collect()] == ["plain"]
+
+
 def test_changes_of_a_restarted_source_history_are_told_from_replays(
     spark_world: SparkWorld,
 ) -> None:

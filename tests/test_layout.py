@@ -97,3 +97,29 @@ def test_production_code_carries_no_fault_injection() -> None:
         if "os._exit" in path.read_text() or "CDCMIRROR_FAULT" in path.read_text()
     )
     assert not carriers, carriers
+
+
+ENGINE_NAMES = frozenset({"postgresql", "mysql", "mariadb"})
+
+
+def _names_an_engine(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in ENGINE_NAMES
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_names_an_engine(e) for e in node.elts)
+    return False
+
+
+def test_what_differs_between_source_engines_is_asked_of_dialects() -> None:
+    """``if dialect == "postgresql"`` spread what differs between the engines over many
+    modules; each engine's differences live in ``dialects/<engine>.py`` and everyone else
+    asks ``dialects.of(name)`` (a property such as ``.binlog``, ``.quote(...)``)."""
+    comparisons = sorted(
+        f"{module_name(path)}:{node.lineno}"
+        for path in PACKAGE.rglob("*.py")
+        if "dialects" not in path.relative_to(PACKAGE).parts
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(_names_an_engine(n) for n in (node.left, *node.comparators))
+    )
+    assert not comparisons, "\n".join(comparisons)

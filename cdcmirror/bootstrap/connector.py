@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.config import Config
 from cdcmirror.config_sections import Kafka
 from cdcmirror.connectors import password_reference, render_connector
@@ -64,7 +65,7 @@ def template_name(catalog: SourceCatalog) -> str:
 
 def publication_problems(catalog: SourceCatalog) -> list[str]:
     """PostgreSQL tables the connector could not stream because the publication lacks them."""
-    if catalog.dialect != "postgresql" or catalog.published is None:
+    if not dialects.of(catalog.dialect).slot or catalog.published is None:
         return []
     names = [t.qualified for t in catalog.tables]
     if catalog.signal_table:
@@ -165,14 +166,13 @@ def plan_connector(
             "'_' or '-' only"
         )
     mode = config.connect.secrets
+    d = dialects.of(catalog.dialect)
     params = {
         "host": str(url.host or "127.0.0.1"),
-        "port": str(url.port or (5432 if catalog.dialect == "postgresql" else 3306)),
+        "port": str(url.port or d.default_port),
         "user": str(url.username or ""),
         "password_ref": password_reference(mode, secret_path),
-        "database": catalog.database
-        if catalog.dialect == "postgresql"
-        else ",".join(sorted({t.schema for t in catalog.tables})),
+        "database": d.connector_database(catalog.database, [t.schema for t in catalog.tables]),
         "topic_prefix": source_name,
         "table_include_list": include_list([t.qualified for t in catalog.tables]),
         "slot_name": slot_name(source_name),

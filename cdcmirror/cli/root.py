@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from cdcmirror import dialects
 from cdcmirror.exceptions import CdcMirrorError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,7 +70,7 @@ def cli(ctx: click.Context, config_path: str | None, output: str, log_level: str
 
 def slot_warnings(config: Any) -> list[str]:
     """Inactive cdcmirror replication slots on a PostgreSQL source (they hold WAL)."""
-    if config.source.dialect != "postgresql":
+    if not dialects.of(config.source.dialect).slot:
         return []
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.slots import cdcmirror_slots, inactive_warning

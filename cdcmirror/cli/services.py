@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from cdcmirror import dialects
 from cdcmirror.cli.root import _say, cli, handle_errors, slot_warnings
 from cdcmirror.exceptions import EXIT_DRIFT
 
@@ -152,7 +153,7 @@ def check(ctx: click.Context) -> None:
         if not problem:
             click.echo(f"connector ok {name} RUNNING")
     binlog = None
-    if config.source.dialect != "postgresql":
+    if dialects.of(config.source.dialect).binlog:
         from cdcmirror.binlog_health import binlog_health
         from cdcmirror.source.connection import open_engine
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.bootstrap.plan import DesiredTable
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError, ConnectorError
-from cdcmirror.load import mysql, postgresql
 from cdcmirror.load.partitions import (
     block_ranges,
     integer_ranges,
@@ -112,7 +112,7 @@ def load_by_spark(
     (``new_connector`` false) only MySQL/MariaDB can load: its stream's start is known."""
     from cdcmirror.catalog.leases import my_lease
 
-    if not new_connector and ctx.dialect == "postgresql":
+    if not new_connector and dialects.of(ctx.dialect).slot:
         names = ", ".join(d.identifier for d in tables)
         raise ConfigError(
             f"{names}: an initial load was interrupted after connector {connector} was "
@@ -124,7 +124,7 @@ def load_by_spark(
     _mark_pending(ctx.iceberg, [d.identifier for d in tables])
     lease = my_lease(LEASE_HOLDER)
     with _Leased(ctx.iceberg, [d.identifier for d in tables], lease):
-        if ctx.dialect == "postgresql":
+        if dialects.of(ctx.dialect).slot:  # the load creates the slot and reads its snapshot
             result = _load_postgresql(ctx, loads, report, register, connector)
         else:
             result = register()
@@ -164,7 +164,7 @@ def _load_postgresql(
         report.start = f"replication slot {slot} at LSN {snap.lsn:X}"
         init = (
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-            f"SET TRANSACTION SNAPSHOT '{snap.name}'; {postgresql.SESSION_INIT}"
+            f"SET TRANSACTION SNAPSHOT '{snap.name}'; {dialects.of('postgresql').session_init}"
         )
         position = loaded_position("postgresql", (snap.lsn,))
         _load_all(ctx, loads, report, init, position, snap.taken_us)
@@ -193,7 +193,8 @@ def _load_mysql(
     file, pos = binlog_position(ctx.engine)
     report.start = f"connector {connector} streaming from {start[0]}:{start[1]}"
     position = loaded_position("mysql", (binlog_file_index(file), pos))
-    _load_all(ctx, loads, report, mysql.SESSION_INIT, position, int(time.time() * 1e6))
+    init = dialects.of("mysql").session_init
+    _load_all(ctx, loads, report, init, position, int(time.time() * 1e6))
 
 
 def _load_all(
@@ -234,13 +235,9 @@ def _load_all(
 
 
 def _jdbc(ctx: LoadContext) -> tuple[str, str]:
-    url = ctx.url
-    if ctx.dialect == "postgresql":
-        return postgresql.jdbc_url(url.host or "127.0.0.1", url.port or 5432, url.database), (
-            postgresql.JDBC_DRIVER
-        )
-    return mysql.jdbc_url(url.host or "127.0.0.1", url.port or 3306, url.database), (
-        mysql.JDBC_DRIVER
+    url, d = ctx.url, dialects.of(ctx.dialect)
+    return d.jdbc_url(url.host or "127.0.0.1", url.port or d.default_port, url.database), (
+        d.jdbc_driver
     )
 
 
@@ -249,12 +246,13 @@ def _partitions(ctx: LoadContext, load: TableLoad, estimate: int, parallelism: i
 
     rows_per_part = ctx.config.bootstrap.rows_per_partition
     parts = partition_count(estimate, rows_per_part, parallelism)
-    if ctx.dialect == "postgresql":
+    d = dialects.of(ctx.dialect)
+    if d.row_address:
         return block_ranges(pg_pages(ctx.engine, load.source), parts)
     if not load.key or parts <= 1:
         return ["1 = 1"]
     first = load.key[0]
-    column = mysql.quote(first)
+    column = d.quote(first)
     kind = _source_type_name(load, first)
     if kind in INTEGER_TYPES:
         low, high = mysql_bounds(ctx.engine, load.source, first)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from cdcmirror import dialects
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files, remembered_schemas
 from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
 from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
@@ -221,7 +222,7 @@ def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorW
 def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
     """What the source loses before Kafka (MySQL/MariaDB binlog settings, the connector's
     place in the binlog history: ``binlog_health.py``), over one engine for the job."""
-    if config.source.dialect == "postgresql":
+    if not dialects.of(config.source.dialect).binlog:
         yield None
         return
     from cdcmirror.binlog_health import binlog_health

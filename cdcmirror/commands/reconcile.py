@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.config import Config
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import RowShape, row_shape
@@ -227,7 +228,7 @@ def reconcile(
                     run.deep(t)
         run.snapshots(catalog)
         binlog = None
-        if config.source.dialect != "postgresql":
+        if dialects.of(config.source.dialect).binlog:
             from cdcmirror.binlog_health import binlog_health
 
             binlog = binlog_health(engine, config.connect, connector_name(config.source.name))

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError
@@ -32,7 +33,7 @@ def gather(config: Config) -> TeardownFacts:
     try:
         slot = None
         signal = None
-        if config.source.dialect == "postgresql":
+        if dialects.of(config.source.dialect).slot:
             wanted = slot_name(name)
             slot = next((s.name for s in cdcmirror_slots(engine) if s.name == wanted), None)
         signal = _existing_signal_table(

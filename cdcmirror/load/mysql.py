@@ -12,6 +12,7 @@ the binlog's binary form, which this load has no way to reproduce and this proje
 
 from __future__ import annotations
 
+from cdcmirror import dialects
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.load.columns import (
     LoadColumn,
@@ -21,33 +22,7 @@ from cdcmirror.load.columns import (
 from cdcmirror.source_model import SourceType
 from cdcmirror.typemap import MYSQL_GEOMETRIES, UNKNOWN_CARRIER
 
-SESSION_INIT = "SET time_zone = '+00:00'"
-# MariaDB Connector/J under the jdbc:mysql: scheme, so Spark picks its MySQL dialect
-JDBC_DRIVER = "org.mariadb.jdbc.Driver"
 _EPOCH = "'1970-01-01 00:00:00'"
-
-
-def quote(name: str) -> str:
-    """A MySQL identifier.
-
-    >>> quote("a`b")
-    '`a``b`'
-    """
-    return "`" + name.replace("`", "``") + "`"
-
-
-def jdbc_url(host: str, port: int, database: str) -> str:
-    """The JDBC URL of a MySQL database.
-
-    >>> jdbc_url("db", 3306, "shop")
-    'jdbc:mysql://db:3306/shop?permitMysqlScheme'
-    """
-    return f"jdbc:mysql://{host}:{port}/{database}?permitMysqlScheme"
-
-
-def table_sql(qualified: str) -> str:
-    schema, _, table = qualified.partition(".")
-    return f"{quote(schema)}.{quote(table)}"
 
 
 def load_column(
@@ -59,7 +34,7 @@ def load_column(
     >>> load_column("d.t.c", "c", "c0", t, "boolean", "int16").convert
     'CASE c0 WHEN 0 THEN false WHEN 1 THEN true END'
     """
-    c = quote(name)
+    c = dialects.of("mysql").quote(name)
     select, convert = _read(where, c, alias, t, iceberg, carrier)
     return LoadColumn(name, alias, f"{select} AS {alias}", convert)
 

@@ -19,9 +19,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cdcmirror import dialects
 from cdcmirror.load import mysql, postgresql
 from cdcmirror.load.columns import LoadColumn
 from cdcmirror.source_model import SourceColumn
+
+_COLUMN_READS = {"postgresql": postgresql, "mysql": mysql}  # each dialect's column reads
 
 SPARK = "spark"
 DEBEZIUM = "debezium"
@@ -44,9 +47,9 @@ class TableLoad:
     def query(self, where: str) -> str:
         """The JDBC ``dbtable`` of one partition: a subquery reading every column of the
         rows ``where`` selects (a condition on the table's own columns, or ``ctid``)."""
-        dialect = postgresql if self.dialect == "postgresql" else mysql
         selects = ", ".join(c.select for c in self.columns)
-        return f"(SELECT {selects} FROM {dialect.table_sql(self.source)} WHERE {where}) s"
+        source = dialects.of(self.dialect).table_sql(self.source)
+        return f"(SELECT {selects} FROM {source} WHERE {where}) s"
 
 
 def load_columns(
@@ -63,7 +66,7 @@ def load_columns(
     >>> load_columns("postgresql", "s.t", cols, [("long", "int64")])[0].select
     '"id"::bigint AS c0'
     """
-    reader = postgresql if dialect == "postgresql" else mysql
+    reader = _COLUMN_READS[dialect]
     return tuple(
         reader.load_column(f"{qualified}.{c.name}", c.name, f"c{i}", c.type, iceberg, carrier)
         for i, (c, (iceberg, carrier)) in enumerate(zip(columns, mapped, strict=True))

@@ -12,6 +12,7 @@ types over ``timestamptz`` print in UTC.
 
 from __future__ import annotations
 
+from cdcmirror import dialects
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.load.columns import (
     LoadColumn,
@@ -21,9 +22,6 @@ from cdcmirror.load.columns import (
 )
 from cdcmirror.source_model import SourceType
 from cdcmirror.typemap import UNKNOWN_CARRIER
-
-SESSION_INIT = "SET TIME ZONE 'UTC'"
-JDBC_DRIVER = "org.postgresql.Driver"
 
 # element types whose JSON text (``array_to_json``) Spark's ``from_json`` reads exactly
 _JSON_ELEMENTS = {
@@ -43,29 +41,6 @@ _JSON_ELEMENTS = {
     "macaddr",
     "macaddr8",
 }
-
-
-def quote(name: str) -> str:
-    """A PostgreSQL identifier.
-
-    >>> print(quote('a"b'))
-    "a""b"
-    """
-    return '"' + name.replace('"', '""') + '"'
-
-
-def jdbc_url(host: str, port: int, database: str) -> str:
-    """The JDBC URL of a PostgreSQL database.
-
-    >>> jdbc_url("db", 5432, "shop")
-    'jdbc:postgresql://db:5432/shop'
-    """
-    return f"jdbc:postgresql://{host}:{port}/{database}"
-
-
-def table_sql(qualified: str) -> str:
-    schema, _, table = qualified.partition(".")
-    return f"{quote(schema)}.{quote(table)}"
 
 
 def _micros(c: str) -> str:
@@ -100,7 +75,7 @@ def load_column(
     >>> load_column("s.t.c", "c", "c0", t, "timestamptz", "").convert
     'timestamp_micros(c0)'
     """
-    c = quote(name)
+    c = dialects.of("postgresql").quote(name)
     select, convert = _read(where, c, alias, t, iceberg, carrier)
     return LoadColumn(name, alias, f"{select} AS {alias}", convert)
 

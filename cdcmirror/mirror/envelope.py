@@ -15,8 +15,8 @@ PostgreSQL ``[phase, last commit LSN, LSN, partition, offset]``, MySQL/MariaDB
 ``[phase, binlog file index, pos, row, partition, offset]``. ``phase`` is 0 for initial
 snapshot reads and 1 for streamed changes and incremental-snapshot reads, so a snapshot
 sorts before the changes after it. The Kafka partition and offset only break ties inside a
-batch: the guard against stored rows compares the source part (``source_length``) alone, so
-a replayed event never wins.
+batch: the guard against stored rows compares the source part (``positions.source_length``)
+alone, so a replayed event never wins.
 
 PostgreSQL: ``source.sequence`` is [last commit LSN, LSN]; pgoutput delivers transactions in
 commit order, so the pair orders changes by commit, then by place in the transaction. The
@@ -31,6 +31,7 @@ even when it wrote its change before the window.
 
 from __future__ import annotations
 
+from cdcmirror import dialects
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
 from cdcmirror.mirror.spec import MirrorTable
@@ -47,16 +48,6 @@ OPS = ("c", "u", "d", "r", "t")
 NEW_KEY_HEADER = "__debezium.newkey"
 OLD_KEY_HEADER = "__debezium.oldkey"
 
-_SOURCE_FIELDS = {
-    "postgresql": "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT",
-    "mysql": "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT",
-}
-
-
-def source_length(dialect: str) -> int:
-    """How many leading position elements come from the source (the guard compares these)."""
-    return 3 if dialect == "postgresql" else 4
-
 
 def row_struct_ddl(table: MirrorTable) -> str:
     fields = [f"{q(c.name)}: {wire_type(parse_carrier(c.carrier))}" for c in table.columns]
@@ -72,10 +63,8 @@ JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
 
 def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
     row = row_struct_ddl(table)
-    body = (
-        f"before {row}, after {row}, source STRUCT<{_SOURCE_FIELDS[table.dialect]}>, "
-        "op STRING, ts_ms BIGINT"
-    )
+    source = dialects.of(table.dialect).source_fields_ddl
+    body = f"before {row}, after {row}, source STRUCT<{source}>, op STRING, ts_ms BIGINT"
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 
 
@@ -106,7 +95,7 @@ def raw_rows_sql(env: str, schemas: bool) -> str:
 
 def toastable(table: MirrorTable) -> list[str]:
     """Columns that can carry PostgreSQL's unchanged-TOAST placeholder."""
-    if table.dialect != "postgresql":
+    if not dialects.of(table.dialect).toast_placeholders:
         return []
     return [
         c.name
@@ -221,7 +210,7 @@ def decoded_exprs(table: MirrorTable) -> list[str]:
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_decode_error", "_unparsed", "_no_after"]
     out += ["_unreadable", "_misfits"]
     out.append("_no_before")
-    julian = "_cdc_op = 'r'" if table.dialect == "postgresql" else "false"
+    julian = "_cdc_op = 'r'" if dialects.of(table.dialect).julian_snapshot_dates else "false"
     for c in table.columns:
         w = q("_w_" + c.name)
         converted = convert_sql(w, parse_carrier(c.carrier), c.iceberg, julian)

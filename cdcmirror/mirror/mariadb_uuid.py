@@ -12,6 +12,7 @@ to heal them: `cdcmirror reconcile --deep`, then `cdcmirror repair --keys-from`.
 
 from __future__ import annotations
 
+from cdcmirror import dialects
 from cdcmirror.mirror.carriers import parse_carrier
 from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.spec import MirrorTable
@@ -23,7 +24,7 @@ SAMPLE_KEYS = 20  # keys named in the error line of a batch
 def uuid_columns(table: MirrorTable) -> list[str]:
     """The table's MariaDB/MySQL ``UUID`` columns (none for PostgreSQL: its values are
     right)."""
-    if table.dialect != "mysql":
+    if not dialects.of(table.dialect).shifted_uuids:
         return []
     return [c.name for c in table.columns if parse_carrier(c.carrier).name == UUID_NAME]
 

@@ -12,9 +12,9 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
-from cdcmirror.mirror.envelope import old_key_columns, q, source_length, toastable
+from cdcmirror.mirror.envelope import old_key_columns, q, toastable
 from cdcmirror.mirror.key_range import Bounds, range_sql
-from cdcmirror.mirror.positions import went_backwards_sql
+from cdcmirror.mirror.positions import source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")

@@ -1,13 +1,24 @@
 """Source positions as Python values (the Spark SQL side is ``merge_sql.newer``). Pure.
 
 A position is a list of longs compared element by element; only the first ``n`` elements
-(``envelope.source_length``) come from the source, the rest are Kafka's partition and offset,
+(``source_length``) come from the source, the rest are Kafka's partition and offset,
 which order events inside one batch but never decide between a batch and what is stored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from cdcmirror import dialects
+
+
+def source_length(dialect: str) -> int:
+    """How many leading position elements come from the source (the guard compares these).
+
+    >>> source_length("postgresql"), source_length("mysql")
+    (3, 4)
+    """
+    return dialects.of(dialect).position_length
 
 
 def position_literal(position: Sequence[int]) -> str:
@@ -131,11 +142,7 @@ def loaded_position(dialect: str, start: tuple[int, ...]) -> list[int]:
     >>> loaded_position("mysql", (2, 1234))
     [0, 2, 1234, 0, -1, -1]
     """
-    if dialect == "postgresql":
-        (lsn,) = start
-        return [0, lsn, lsn, *LOADED_KAFKA]
-    file_index, pos = start
-    return [0, file_index, pos, 0, *LOADED_KAFKA]
+    return [0, *dialects.of(dialect).loaded_source_order(start), *LOADED_KAFKA]
 
 
 def position_sql(dialect: str, p: str) -> str:
@@ -143,16 +150,5 @@ def position_sql(dialect: str, p: str) -> str:
     (snapshot reads before streamed changes), the source's own order, then the Kafka
     partition and offset as the last tie-breaker."""
     phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
-    if dialect == "postgresql":
-        # source.sequence is [last commit LSN, LSN]: commit order first. The last commit is
-        # null for the first transaction after a connector start (then the change's own LSN
-        # stands in; a second writer of the same row waited for the first one's commit, so
-        # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
-        sequence = f"{p}.source.sequence"
-        lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
-        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
-        parts = [phase, last_commit, lsn]
-    else:
-        file_index = f"CAST(substring_index({p}.source.file, '.', -1) AS BIGINT)"
-        parts = [phase, file_index, f"{p}.source.pos", f"CAST({p}.source.row AS BIGINT)"]
+    parts = [phase, *dialects.of(dialect).source_order_sql(p)]
     return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from cdcmirror import dialects
 from cdcmirror.cdc_columns import PREFIX
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.table_properties import (
@@ -41,7 +42,7 @@ class MirrorTable:
 
     @property
     def dialect(self) -> str:
-        return "postgresql" if self.flavor == "postgresql" else "mysql"
+        return dialects.of_flavor(self.flavor).name
 
     @property
     def names(self) -> tuple[str, ...]:

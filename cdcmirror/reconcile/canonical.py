@@ -1,5 +1,6 @@
-"""The canonical text of a row, written three times: PostgreSQL SQL, MySQL/MariaDB SQL and
-Spark SQL, so that the source and the mirror hash the same row to the same number. Pure.
+"""The canonical text of a row, written three times: PostgreSQL SQL, MySQL/MariaDB SQL (each
+dialect's text and families in ``dialects/``) and Spark SQL (here), so that the source and
+the mirror hash the same row to the same number. Pure.
 
 Each column gets a *family* from its source type; the family fixes the text:
 
@@ -27,175 +28,97 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdcmirror import dialects
+from cdcmirror.dialects import CanonicalColumn, Dialect
 from cdcmirror.source_model import SourceType
+from cdcmirror.sql_text import sql_string
 
 NULL_MARK = 30  # U+001E
 SEPARATOR = 31  # U+001F
 
-_PG_TEXT = frozenset(
-    {
-        "character varying",
-        "text",
-        "citext",
-        "name",
-        "enum",
-        "json",
-        "jsonb",
-        "uuid",
-        "xml",
-        "inet",
-        "cidr",
-        "macaddr",
-        "macaddr8",
-        "ltree",
-    }
-)
-_PG_FAMILIES = {
-    "smallint": "int",
-    "integer": "int",
-    "bigint": "int",
-    "oid": "int",
-    "boolean": "bool",
-    "bytea": "hex",
-    "date": "days",
-    "time": "time",
-    "timestamp": "micros",
-    "timestamptz": "micros",
-}
-_MYSQL_TEXT = frozenset(
-    {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json", "uuid"}
-)
-_MYSQL_FAMILIES = {
-    "smallint": "int",
-    "mediumint": "int",
-    "int": "int",
-    "bigint": "int",
-    "year": "int",
-    "decimal": "decimal",
-    "binary": "hex",
-    "varbinary": "hex",
-    "tinyblob": "hex",
-    "blob": "hex",
-    "mediumblob": "hex",
-    "longblob": "hex",
-    "date": "days",
-    "datetime": "micros",
-    "timestamp": "micros",
-    "time": "time",
-}
+__all__ = [  # CanonicalColumn is the dialects' too
+    "NULL_MARK",
+    "SEPARATOR",
+    "CanonicalColumn",
+    "RowShape",
+    "family",
+    "hash32",
+    "joined",
+    "quote",
+    "row_shape",
+    "string_literal",
+]
 
 
-def family(dialect: str, source_type: SourceType, iceberg: str) -> str | None:
-    """How a column is written in the canonical row; None when it is left out."""
-    n = source_type.name
-    if dialect == "postgresql":
-        if n in _PG_TEXT:
-            return "text"
-        if n in ("character", "bpchar"):
-            return "bpchar" if source_type.length else "text"
-        if n == "numeric":
-            return "decimal" if iceberg.startswith("decimal") else "text"
-        return _PG_FAMILIES.get(n)
-    if n == "tinyint":
-        return "bool" if iceberg == "boolean" else "int"
-    if n in _MYSQL_TEXT:
-        return "text"
-    return _MYSQL_FAMILIES.get(n)
+class _Spark:
+    """The mirror's side: Spark SQL over the Iceberg column (session time zone UTC)."""
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def string_literal(self, text: str) -> str:
+        return sql_string(text)
+
+    def canonical_text(self, col: CanonicalColumn) -> str:
+        c = self.quote(col.name)
+        if col.family == "decimal" and col.scale > 0:
+            # CAST(decimal AS STRING) writes small values as 1E-10: build the plain text from
+            # the integer part and the fraction (the fraction plus one prints plainly). No
+            # abs() or negation of the whole value: Spark 4.0 fails on -(max decimal(38,10)).
+            return (
+                f"CASE WHEN {c} IS NULL THEN NULL ELSE concat(IF({c} < 0, '-', ''), "
+                f"regexp_replace(CAST(IF({c} < 0, ceil({c}), floor({c})) AS STRING), '^-', ''), "
+                f"'.', substring(CAST(IF({c} < 0, -({c} % 1), {c} % 1) + 1 AS STRING), 3)) END"
+            )
+        return {
+            "hex": f"lower(hex({c}))",
+            "days": f"CAST(unix_date({c}) AS STRING)",
+            "micros": f"CAST(unix_micros(CAST({c} AS TIMESTAMP)) AS STRING)",
+        }.get(col.family, f"CAST({c} AS STRING)")
+
+    def chr_sql(self, code: int) -> str:
+        return f"chr({code})"
+
+    def hash32(self, text_sql: str) -> str:
+        return f"CAST(conv(substring(md5({text_sql}), 1, 8), 16, 10) AS BIGINT)"
+
+    def utf8(self, text_sql: str) -> str:
+        return text_sql
 
 
-@dataclass(frozen=True)
-class CanonicalColumn:
-    name: str
-    family: str
-    length: int | None = None  # character(n)
-    scale: int = 0  # decimal(p,s)
+_SPARK = _Spark()
 
 
-def quote(dialect: str, name: str) -> str:
+def _engine(name: str) -> _Spark | Dialect:
+    """``spark`` (the mirror) or a source dialect (``dialects/``: each one's canonical
+    text of each family)."""
+    return _SPARK if name == "spark" else dialects.of(name)
+
+
+def quote(engine: str, name: str) -> str:
     """An identifier quoted for the engine (``spark``, ``postgresql`` or ``mysql``)."""
-    if dialect == "postgresql":
-        return '"' + name.replace('"', '""') + '"'
-    return "`" + name.replace("`", "``") + "`"
+    return _engine(engine).quote(name)
 
 
-def postgresql_text(col: CanonicalColumn) -> str:
-    c = quote("postgresql", col.name)
-    micros = f"CAST(CAST(EXTRACT(EPOCH FROM {c}) * 1000000 AS bigint) AS text)"
-    return {
-        "int": f"CAST({c} AS text)",
-        "bool": f"CAST({c} AS text)",
-        "decimal": f"CAST({c} AS text)",
-        "text": f"CAST({c} AS text)",
-        "bpchar": f"rpad(CAST({c} AS text), {col.length or 1})",
-        "hex": f"encode({c}, 'hex')",
-        "days": f"CAST({c} - DATE '1970-01-01' AS text)",
-        "micros": micros,
-        "time": micros,
-    }[col.family]
-
-
-def mysql_text(col: CanonicalColumn) -> str:
-    """MySQL/MariaDB; the session must run with ``time_zone = '+00:00'``."""
-    c = quote("mysql", col.name)
-    return {
-        "int": f"CAST({c} AS CHAR)",
-        "bool": f"CASE WHEN {c} IS NULL THEN NULL WHEN {c} <> 0 THEN 'true' ELSE 'false' END",
-        "decimal": f"CAST({c} AS CHAR)",
-        "text": f"CAST({c} AS CHAR)",
-        "bpchar": f"CAST({c} AS CHAR)",
-        "hex": f"LOWER(HEX({c}))",
-        "days": f"CAST(DATEDIFF({c}, '1970-01-01') AS CHAR)",
-        "micros": f"CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {c}) AS CHAR)",
-        "time": f"CAST(CAST(ROUND(TIME_TO_SEC({c}) * 1000000) AS SIGNED) AS CHAR)",
-    }[col.family]
-
-
-def spark_text(col: CanonicalColumn) -> str:
-    """Spark SQL over the Iceberg column (session time zone UTC)."""
-    c = quote("spark", col.name)
-    if col.family == "decimal" and col.scale > 0:
-        # CAST(decimal AS STRING) writes small values as 1E-10: build the plain text from
-        # the integer part and the fraction (the fraction plus one prints plainly). No abs()
-        # or negation of the whole value: Spark 4.0 fails on -(max decimal(38,10)).
-        return (
-            f"CASE WHEN {c} IS NULL THEN NULL ELSE concat(IF({c} < 0, '-', ''), "
-            f"regexp_replace(CAST(IF({c} < 0, ceil({c}), floor({c})) AS STRING), '^-', ''), "
-            f"'.', substring(CAST(IF({c} < 0, -({c} % 1), {c} % 1) + 1 AS STRING), 3)) END"
-        )
-    return {
-        "hex": f"lower(hex({c}))",
-        "days": f"CAST(unix_date({c}) AS STRING)",
-        "micros": f"CAST(unix_micros(CAST({c} AS TIMESTAMP)) AS STRING)",
-    }.get(col.family, f"CAST({c} AS STRING)")
-
-
-_TEXT = {"postgresql": postgresql_text, "mysql": mysql_text, "spark": spark_text}
-
-
-def _chr(engine: str, code: int) -> str:
-    return f"CHAR({code})" if engine == "mysql" else f"chr({code})"
+def string_literal(engine: str, text: str) -> str:
+    """A string literal holding ``text`` exactly, for the engine."""
+    return _engine(engine).string_literal(text)
 
 
 def joined(engine: str, columns: list[CanonicalColumn]) -> str:
     """The canonical text of the listed columns, as one SQL string expression."""
-    text = _TEXT[engine]
-    parts = [f"COALESCE({text(c)}, {_chr(engine, NULL_MARK)})" for c in columns]
+    e = _engine(engine)
+    parts = [f"COALESCE({e.canonical_text(c)}, {e.chr_sql(NULL_MARK)})" for c in columns]
     if len(parts) == 1:
         body = parts[0]
     else:
-        body = f"CONCAT_WS({_chr(engine, SEPARATOR)}, {', '.join(parts)})"
-    if engine == "mysql":
-        body = f"CONVERT({body} USING utf8mb4)"
-    return body
+        body = f"CONCAT_WS({e.chr_sql(SEPARATOR)}, {', '.join(parts)})"
+    return e.utf8(body)
 
 
 def hash32(engine: str, text_sql: str) -> str:
     """The first 32 bits of MD5(text) as a non-negative integer expression."""
-    if engine == "postgresql":
-        return f"('x' || lpad(substr(md5({text_sql}), 1, 8), 16, '0'))::bit(64)::bigint"
-    if engine == "mysql":
-        return f"CAST(CONV(SUBSTRING(MD5({text_sql}), 1, 8), 16, 10) AS UNSIGNED)"
-    return f"CAST(conv(substring(md5({text_sql}), 1, 8), 16, 10) AS BIGINT)"
+    return _engine(engine).hash32(text_sql)
 
 
 @dataclass(frozen=True)
@@ -238,3 +161,8 @@ def row_shape(
     if len(key_cols) != len(key):
         key_cols = ()  # a key column without a canonical text: bucket by the whole row
     return RowShape(key=key_cols, columns=tuple(hashed), skipped=tuple(skipped))
+
+
+def family(dialect: str, source_type: SourceType, iceberg: str) -> str | None:
+    """How a column is written in the canonical row; None when it is left out."""
+    return dialects.of(dialect).canonical_family(source_type, iceberg)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cdcmirror import dialects
+
 IN_SYNC = "in sync"
 DRIFT = "drift"
 LAGGING = "lagging"
@@ -112,11 +114,6 @@ def exit_code(checks: list[TableCheck]) -> int:
 
 def position_text(flavor: str, position: list[int] | None) -> str:
     """The source part of a ``_cdc_position`` as people write it."""
-    if not position or len(position) < 3:
+    if not position:
         return "-"
-    if flavor == "postgresql":
-        lsn = position[2]
-        return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
-    if len(position) >= 4:
-        return f"binlog #{position[1]} pos {position[2]} row {position[3]}"
-    return "-"
+    return dialects.of_flavor(flavor).position_label(position)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape, joined, quote
+from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape, joined, quote, string_literal
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SIGNAL_TYPE = "execute-snapshot"
@@ -49,21 +49,14 @@ def keys_from_report(report: Any, identifier: str, origin: str) -> RepairKeys:
     raise ConfigError(f"{origin} has no entry for table {identifier}")
 
 
-def _literal(dialect: str, text: str) -> str:
-    escaped = text.replace("'", "''")
-    if dialect == "mysql":
-        escaped = escaped.replace("\\", "\\\\")
-    return f"'{escaped}'"
-
-
 def _condition(engine: str, col: CanonicalColumn, text: str) -> str:
     """``column = value`` in a form an index can use where the canonical text is the value
     itself; otherwise the canonical expression compared with the text."""
     if col.family in ("int", "decimal") and _NUMBER.fullmatch(text):
         return f"{quote(engine, col.name)} = {text}"
     if col.family == "text" and engine != "spark":
-        return f"{quote(engine, col.name)} = {_literal(engine, text)}"
-    return f"{joined(engine, [col])} = {_literal(engine, text)}"
+        return f"{quote(engine, col.name)} = {string_literal(engine, text)}"
+    return f"{joined(engine, [col])} = {string_literal(engine, text)}"
 
 
 def key_filter(engine: str, shape: RowShape, keys: list[dict[str, str]]) -> str:

@@ -5,17 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.config_sections import Source
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError, SourceError
 from cdcmirror.redaction import mask_url_password
 
 logger = logging.getLogger(__name__)
 
-DRIVERS = {"postgresql": "postgresql+psycopg", "mysql": "mysql+pymysql"}
-_SCHEMES = {
-    "postgresql": ("postgresql", "postgres"),
-    "mysql": ("mysql", "mariadb"),
-}
 _UNREACHABLE = (
     "connection refused",
     "can't connect",
@@ -35,16 +31,17 @@ def source_url(source: Source) -> Any:
     from sqlalchemy.exc import ArgumentError
 
     dialect = source.dialect
+    d = dialects.of(dialect)
     raw = source.url
     try:
         url = make_url(raw)
     except ArgumentError as exc:
         raise ConfigError(
             f"source.url {mask_url_password(raw)!r} is not a database URL; write it as "
-            f"{DRIVERS[dialect].split('+')[0]}://USER@HOST:PORT/DATABASE"
+            f"{d.url_schemes[0]}://USER@HOST:PORT/DATABASE"
         ) from exc
     scheme = url.drivername.split("+", 1)[0]
-    if scheme not in _SCHEMES[dialect]:
+    if scheme not in d.url_schemes:
         raise ConfigError(
             f"source.url {mask_url_password(raw)!r} is a {scheme} URL but source.dialect is "
             f'{dialect!r}; make them agree (MariaDB uses dialect "mysql")'
@@ -53,7 +50,7 @@ def source_url(source: Source) -> Any:
         raise ConfigError(
             f"source.url {mask_url_password(raw)!r} names no database; add /DATABASE at the end"
         )
-    url = url.set(drivername=DRIVERS[dialect])
+    url = url.set(drivername=d.sqlalchemy_driver)
     password = str(source.password or "")
     if password:
         url = url.set(password=password)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.exceptions import SourceError
-from cdcmirror.reconcile.canonical import RowShape, joined, quote
+from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
 
 
 def _table(dialect: str, qualified: str) -> str:
-    schema, _, name = qualified.partition(".")
-    return f"{quote(dialect, schema)}.{quote(dialect, name)}"
+    return dialects.of(dialect).table_sql(qualified)
 
 
 class SourceReader:
@@ -28,8 +28,8 @@ class SourceReader:
 
         try:
             with self.engine.connect() as conn:
-                if self.dialect == "mysql":
-                    conn.execute(text("SET time_zone = '+00:00'"))
+                # the canonical text of date-times is in UTC
+                conn.execute(text(dialects.of(self.dialect).session_init))
                 return list(conn.execute(text(sql)))
         except DBAPIError as exc:
             detail = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
@@ -40,10 +40,8 @@ class SourceReader:
 
     def position(self) -> str:
         """The source's current log position, for the report."""
-        if self.dialect == "postgresql":
-            return str(self._rows("SELECT pg_current_wal_lsn()::text")[0][0])
-        rows = self._rows("SHOW MASTER STATUS")
-        return f"{rows[0][0]}:{rows[0][1]}" if rows else "-"
+        d = dialects.of(self.dialect)
+        return d.position_text(self._rows(d.current_position_sql))
 
     def bucket_sums(self, qualified: str, shape: RowShape, buckets: int) -> BucketSums:
         d = self.dialect

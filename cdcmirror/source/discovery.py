@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.config_sections import Source
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.source import include
@@ -15,28 +16,13 @@ from cdcmirror.source_model import SourceCatalog, SourceTable
 logger = logging.getLogger(__name__)
 
 
-def _grant_hint(dialect: str, table: str, user: str) -> str:
-    if dialect == "postgresql":
-        schema = table.split(".", 1)[0]
-        return f"GRANT USAGE ON SCHEMA {schema} TO {user}; GRANT SELECT ON {table} TO {user}"
-    database = table.split(".", 1)[0]
-    return f"GRANT SELECT ON `{database}`.* TO '{user}'@'<host>'"
-
-
 def _server_facts(conn: Any, dialect: str) -> tuple[str, str, str, str]:
     """(flavor, version, database, user)."""
     from sqlalchemy import text
 
-    if dialect == "postgresql":
-        version, database, user = conn.execute(
-            text("SELECT current_setting('server_version'), current_database(), current_user")
-        ).one()
-        return "postgresql", str(version), str(database), str(user)
-    version, database, user = conn.execute(
-        text("SELECT VERSION(), DATABASE(), SUBSTRING_INDEX(CURRENT_USER(), '@', 1)")
-    ).one()
-    flavor = "mariadb" if "mariadb" in str(version).lower() else "mysql"
-    return flavor, str(version), str(database), str(user)
+    d = dialects.of(dialect)
+    version, database, user = conn.execute(text(d.server_facts_sql)).one()
+    return d.flavor(str(version)), str(version), str(database), str(user)
 
 
 SIGNAL_TABLE = "cdcmirror_signal"
@@ -54,8 +40,7 @@ def signal_table_name(source: Source, database: str) -> str:
     configured = source.signal_table
     if configured:
         return configured
-    schema = "public" if source.dialect == "postgresql" else database
-    return f"{schema}.{SIGNAL_TABLE}"
+    return f"{dialects.of(source.dialect).default_schema(database)}.{SIGNAL_TABLE}"
 
 
 @dataclass
@@ -141,7 +126,7 @@ def _look(conn: Any, dialect: str, signal: str, patterns: list[str], safe: bool)
     inspector = inspect(conn)
     signal_schema, _, signal_name = signal.partition(".")
     has_signal = inspector.has_table(signal_name, schema=signal_schema)
-    if dialect == "postgresql":
+    if dialects.of(dialect).slot:  # PostgreSQL: the publication decides what streams
         tables, readable, schemas = postgresql.discover(conn, inspector, wanted)
         found = _Found(flavor, version, database, user, tables, readable, schemas, has_signal)
         found.published = postgresql.published_tables(conn)
@@ -176,14 +161,14 @@ def _check_found(found: _Found, dialect: str, patterns: list[str]) -> None:
         if name not in names:
             raise SourceError(
                 f"source.include names table {name!r}: no such table in the {where}, or user "
-                f"{user!r} cannot see it ({_grant_hint(dialect, name, user)})"
+                f"{user!r} cannot see it ({dialects.of(dialect).grant_hint(name, user)})"
             )
     unreadable = sorted(name for name, ok in found.readable.items() if not ok)
     if unreadable:
         raise SourceError(
             f"user {user!r} cannot read {', '.join(unreadable)} in the {where}; the initial "
             f"snapshot reads every table. Grant it, e.g. "
-            f"{_grant_hint(dialect, unreadable[0], user)}, or leave the table out of "
+            f"{dialects.of(dialect).grant_hint(unreadable[0], user)}, or leave the table out of "
             "source.include"
         )
     if not found.tables:

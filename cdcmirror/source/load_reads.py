@@ -20,8 +20,11 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.exceptions import SourceError
-from cdcmirror.load import mysql, postgresql
+
+_PG = dialects.of("postgresql")
+_MYSQL = dialects.of("mysql")
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ def exported_slot(url: Any, slot: str) -> Iterator[ExportedSnapshot]:
     except psycopg.Error as exc:
         raise SourceError(f"cannot open a replication connection to the source: {exc}") from None
     try:
-        command = f"CREATE_REPLICATION_SLOT {postgresql.quote(slot)} LOGICAL pgoutput "
+        command = f"CREATE_REPLICATION_SLOT {_PG.quote(slot)} LOGICAL pgoutput "
         result = conn.pgconn.exec_((command + "(SNAPSHOT 'export')").encode())
         if result.ntuples != 1:
             message = (result.error_message or b"").decode(errors="replace").strip()
@@ -86,26 +89,30 @@ _TREE = (
 )
 
 
+# rows per table from the statistics: PostgreSQL's by the quoted table (``rel``), MySQL's by
+# schema and name
+_ESTIMATED_ROWS = {
+    "postgresql": (
+        f"SELECT coalesce(sum(GREATEST(c.reltuples, 0)), 0) FROM pg_class c WHERE {_TREE}"
+    ),
+    "mysql": (
+        "SELECT coalesce(TABLE_ROWS, 0) FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = :s AND TABLE_NAME = :t"
+    ),
+}
+
+
 def estimated_rows(engine: Any, dialect: str, tables: Sequence[str]) -> dict[str, int]:
     """Rows per table from the catalog's statistics (no scan); 0 when unknown."""
     from sqlalchemy import text
 
     out = {t: 0 for t in tables}
+    sql = _ESTIMATED_ROWS[dialect]
     with engine.connect() as conn:
         for qualified in tables:
             schema, _, name = qualified.partition(".")
-            if dialect == "postgresql":
-                sql = (
-                    "SELECT coalesce(sum(GREATEST(c.reltuples, 0)), 0) FROM pg_class c "
-                    f"WHERE {_TREE}"
-                )
-                row = conn.execute(text(sql), {"rel": postgresql.table_sql(qualified)}).first()
-            else:
-                sql = (
-                    "SELECT coalesce(TABLE_ROWS, 0) FROM information_schema.TABLES "
-                    "WHERE TABLE_SCHEMA = :s AND TABLE_NAME = :t"
-                )
-                row = conn.execute(text(sql), {"s": schema, "t": name}).first()
+            rel = dialects.of(dialect).table_sql(qualified)
+            row = conn.execute(text(sql), {"rel": rel, "s": schema, "t": name}).first()
             out[qualified] = int(row[0]) if row and row[0] is not None else 0
     return out
 
@@ -120,7 +127,7 @@ def pg_pages(engine: Any, qualified: str) -> int:
         f"/ current_setting('block_size')::bigint FROM pg_class c WHERE {_TREE}"
     )
     with engine.connect() as conn:
-        row = conn.execute(text(sql), {"rel": postgresql.table_sql(qualified)}).first()
+        row = conn.execute(text(sql), {"rel": _PG.table_sql(qualified)}).first()
     return int(row[0]) if row else 0
 
 
@@ -128,8 +135,8 @@ def mysql_bounds(engine: Any, qualified: str, column: str) -> tuple[int | None, 
     """Minimum and maximum of an integer key column."""
     from sqlalchemy import text
 
-    c = mysql.quote(column)
-    sql = f"SELECT MIN({c}), MAX({c}) FROM {mysql.table_sql(qualified)}"
+    c = _MYSQL.quote(column)
+    sql = f"SELECT MIN({c}), MAX({c}) FROM {_MYSQL.table_sql(qualified)}"
     with engine.connect() as conn:
         row = conn.execute(text(sql)).first()
     if row is None or row[0] is None:
@@ -142,10 +149,10 @@ def mysql_split_points(engine: Any, qualified: str, column: str, every: int) -> 
     literals (one pass over the key's index)."""
     from sqlalchemy import text
 
-    c = mysql.quote(column)
+    c = _MYSQL.quote(column)
     sql = (
         f"SELECT v FROM (SELECT {c} AS v, ROW_NUMBER() OVER (ORDER BY {c}) AS r "
-        f"FROM {mysql.table_sql(qualified)}) s WHERE MOD(r, :every) = 0 ORDER BY r"
+        f"FROM {_MYSQL.table_sql(qualified)}) s WHERE MOD(r, :every) = 0 ORDER BY r"
     )
     with engine.connect() as conn:
         values = [r[0] for r in conn.execute(text(sql), {"every": max(1, every)})]

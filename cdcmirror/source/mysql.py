@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.source.keys import UniqueIndex, choose_key
 from cdcmirror.source.type_parsing import parse_mysql_type
 from cdcmirror.source_model import SourceColumn, SourceTable
@@ -25,8 +26,7 @@ ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
 """
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+_MYSQL = dialects.of("mysql")
 
 
 def discover(
@@ -60,7 +60,7 @@ def discover(
         entry = grouped[(schema, table)]
         cols = tuple(entry["cols"])
         try:
-            conn.execute(text(f"SELECT 1 FROM {_quote(schema)}.{_quote(table)} LIMIT 0"))
+            conn.execute(text(f"SELECT 1 FROM {_MYSQL.table_sql(f'{schema}.{table}')} LIMIT 0"))
             readable[f"{schema}.{table}"] = True
         except DBAPIError:
             readable[f"{schema}.{table}"] = False

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror import dialects
 from cdcmirror.exceptions import SourceError
-from cdcmirror.reconcile.canonical import quote
 
 
 def insert_signal(
@@ -14,8 +14,7 @@ def insert_signal(
     from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError
 
-    schema, _, name = table.partition(".")
-    target = f"{quote(dialect, schema)}.{quote(dialect, name)}"
+    target = dialects.of(dialect).table_sql(table)
     try:
         with engine.begin() as conn:
             conn.execute(

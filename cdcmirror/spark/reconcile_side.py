@@ -9,6 +9,7 @@ from typing import Any
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
+from cdcmirror.sql_text import sql_string
 
 LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
 
@@ -85,7 +86,7 @@ class MirrorTables:
         # the position compared as text: Iceberg cannot turn an array literal inside an OR
         # into a filter and refuses the statement
         cases = " OR ".join(
-            f"({key} = '{k.replace(chr(39), chr(39) * 2)}' AND to_json(_cdc_position) = "
+            f"({key} = {sql_string(k)} AND to_json(_cdc_position) = "
             f"'[{','.join(str(int(p)) for p in pos)}]')"
             for k, pos in rows.items()
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdcmirror.exceptions import MirrorError
-from cdcmirror.mirror.envelope import source_length, spark_name
+from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.mirror.evolution import NEW_SCHEMA
 from cdcmirror.mirror.key_change import (
     applied_count_sql,
@@ -38,6 +38,7 @@ from cdcmirror.mirror.positions import (
     history_restarted_message,
     later_mark,
     position_literal,
+    source_length,
 )
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql

@@ -1,0 +1,148 @@
+"""PostgreSQL. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cdcmirror.dialects.base import CanonicalColumn, Dialect
+from cdcmirror.source_model import SourceType
+
+_TEXT = frozenset(
+    {
+        "character varying",
+        "text",
+        "citext",
+        "name",
+        "enum",
+        "json",
+        "jsonb",
+        "uuid",
+        "xml",
+        "inet",
+        "cidr",
+        "macaddr",
+        "macaddr8",
+        "ltree",
+    }
+)
+_FAMILIES = {
+    "smallint": "int",
+    "integer": "int",
+    "bigint": "int",
+    "oid": "int",
+    "boolean": "bool",
+    "bytea": "hex",
+    "date": "days",
+    "time": "time",
+    "timestamp": "micros",
+    "timestamptz": "micros",
+}
+
+
+class PostgreSQL(Dialect):
+    """
+    >>> d = PostgreSQL()
+    >>> print(d.table_sql('s.a"b'))
+    "s"."a""b"
+    >>> d.jdbc_url("db", 5432, "shop")
+    'jdbc:postgresql://db:5432/shop'
+    >>> d.loaded_source_order((5000,)), d.position_length
+    ([5000, 5000], 3)
+    """
+
+    name = "postgresql"
+    flavors = ("postgresql",)
+    url_schemes = ("postgresql", "postgres")
+    sqlalchemy_driver = "postgresql+psycopg"
+    default_port = 5432
+    jdbc_driver = "org.postgresql.Driver"
+    session_init = "SET TIME ZONE 'UTC'"
+    log = "wal"
+    row_address = "ctid"
+    toast_placeholders = True
+    julian_snapshot_dates = True
+    shifted_uuids = False
+    source_fields_ddl = "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT"
+    current_position_sql = "SELECT pg_current_wal_lsn()::text"
+    server_facts_sql = "SELECT current_setting('server_version'), current_database(), current_user"
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def string_literal(self, text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    def jdbc_url(self, host: str, port: int, database: str) -> str:
+        return f"jdbc:postgresql://{host}:{port}/{database}"
+
+    def flavor(self, version: str) -> str:
+        return "postgresql"
+
+    def position_text(self, rows: Sequence[Sequence[Any]]) -> str:
+        return str(rows[0][0])
+
+    def default_schema(self, database: str) -> str:
+        return "public"
+
+    def grant_hint(self, table: str, user: str) -> str:
+        schema = table.split(".", 1)[0]
+        return f"GRANT USAGE ON SCHEMA {schema} TO {user}; GRANT SELECT ON {table} TO {user}"
+
+    def connector_database(self, database: str, schemas: Sequence[str]) -> str:
+        return database
+
+    def source_order_sql(self, p: str) -> list[str]:
+        # source.sequence is [last commit LSN, LSN]: commit order first. The last commit is
+        # null for the first transaction after a connector start (then the change's own LSN
+        # stands in; a second writer of the same row waited for the first one's commit, so
+        # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
+        sequence = f"{p}.source.sequence"
+        lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
+        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
+        return [last_commit, lsn]
+
+    def loaded_source_order(self, start: tuple[int, ...]) -> list[int]:
+        (lsn,) = start  # the slot's LSN
+        return [lsn, lsn]
+
+    def position_label(self, position: Sequence[int]) -> str:
+        """
+        >>> PostgreSQL().position_label([1, 7, (1 << 32) + 0x1CAF2108, 0, 5])
+        '1/1CAF2108'
+        """
+        if len(position) < 3:
+            return "-"
+        lsn = position[2]
+        return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+    def canonical_family(self, source_type: SourceType, iceberg: str) -> str | None:
+        n = source_type.name
+        if n in _TEXT:
+            return "text"
+        if n in ("character", "bpchar"):
+            return "bpchar" if source_type.length else "text"
+        if n == "numeric":
+            return "decimal" if iceberg.startswith("decimal") else "text"
+        return _FAMILIES.get(n)
+
+    def canonical_text(self, col: CanonicalColumn) -> str:
+        c = self.quote(col.name)
+        micros = f"CAST(CAST(EXTRACT(EPOCH FROM {c}) * 1000000 AS bigint) AS text)"
+        return {
+            "int": f"CAST({c} AS text)",
+            "bool": f"CAST({c} AS text)",
+            "decimal": f"CAST({c} AS text)",
+            "text": f"CAST({c} AS text)",
+            "bpchar": f"rpad(CAST({c} AS text), {col.length or 1})",
+            "hex": f"encode({c}, 'hex')",
+            "days": f"CAST({c} - DATE '1970-01-01' AS text)",
+            "micros": micros,
+            "time": micros,
+        }[col.family]
+
+    def chr_sql(self, code: int) -> str:
+        return f"chr({code})"
+
+    def hash32(self, text_sql: str) -> str:
+        return f"('x' || lpad(substr(md5({text_sql}), 1, 8), 16, '0'))::bit(64)::bigint"
