@@ -1,8 +1,9 @@
 """The TOML configuration: defaults, environment overrides, validation. Pure apart from reading.
 
 Every key can be overridden by ``CDCMIRROR_<SECTION>__<KEY>`` (nested tables add more
-``__<KEY>`` parts). Secrets (``source.password``) should come from the environment; they are
-never included in what :func:`cdcmirror.redaction.redacted` returns.
+``__<KEY>`` parts), and read from a file instead (``config_files.py``). Secrets
+(``source.password``) should come from the environment or a file; they are never included
+in what :func:`cdcmirror.redaction.redacted` returns.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdcmirror.config_files import FILE_SUFFIX, file_stem, file_value, table_with_files
 from cdcmirror.config_schema import CHOICES, DEFAULTS, SCHEMA
 from cdcmirror.config_sections import (
     Bootstrap,
@@ -110,7 +112,9 @@ def _coerce(section: str, key: str, kind: str, value: Any, origin: str) -> Any:
     raise AssertionError(kind)
 
 
-def _merge_file(values: dict[str, dict[str, Any]], data: Mapping[str, Any], origin: str) -> None:
+def _merge_file(
+    values: dict[str, dict[str, Any]], data: Mapping[str, Any], origin: str, base_dir: Path
+) -> None:
     for section, body in data.items():
         if section == STREAMS:
             continue  # an array of tables: _raw_streams
@@ -123,12 +127,24 @@ def _merge_file(values: dict[str, dict[str, Any]], data: Mapping[str, Any], orig
             raise ConfigError(f"{origin}: {section} must be a table ([{section}])")
         for key, value in body.items():
             kind = SCHEMA[section].get(key)
+            stem = file_stem(key, SCHEMA[section])
+            if kind is None and stem is not None and SCHEMA[section][stem] == "str":
+                if stem in body:
+                    raise ConfigError(
+                        f"{origin}: {section}.{stem} and {section}.{key} are both set; keep one"
+                    )
+                content = file_value(f"{origin}: {section}.{key}", value, base_dir)
+                values[section][stem] = _coerce(section, stem, "str", content, origin)
+                continue
             if kind is None:
                 raise ConfigError(
                     f"{origin}: unknown key {section}.{key}; keys of [{section}]: "
                     f"{', '.join(sorted(SCHEMA[section]))}"
                 )
-            values[section][key] = _coerce(section, key, kind, value, origin)
+            value = _coerce(section, key, kind, value, origin)
+            if kind == "table":
+                value = table_with_files(value, f"{origin}: [{section}.{key}]", base_dir)
+            values[section][key] = value
 
 
 def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: str) -> list[Any]:
@@ -152,30 +168,24 @@ def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: st
     return out
 
 
-FILE_SUFFIX = "_file"
+def _from_file(
+    environ: Mapping[str, str], name: str, parts: list[str], base_dir: Path
+) -> tuple[str, str]:
+    """``CDCMIRROR_<SECTION>__<KEY>_FILE`` (``config_files.py``): the value it reads and the
+    key it sets; any other variable as it is."""
+    section, last, rest = parts[0], parts[-1], parts[2:]
+    stem = file_stem(last, None if rest else SCHEMA.get(section, {}))
+    raw = environ[name]
+    if stem is None:
+        return raw, last  # not a file's variable (an unknown key is reported by the caller)
+    if name[: -len(FILE_SUFFIX)] in environ:
+        raise ConfigError(f"{name[: -len(FILE_SUFFIX)]} and {name} are both set; keep one")
+    return file_value(name, raw, base_dir), stem
 
 
-def _from_file(name: str, raw: str, section: str, last: str, rest: list[str]) -> tuple[str, str]:
-    """Docker secrets' convention: ``CDCMIRROR_<SECTION>__<KEY>_FILE=/path`` sets the key to
-    the file's content (stripped), for any key that is not itself a ``*_file`` key, inside
-    tables too (``CDCMIRROR_ICEBERG__CATALOG__S3.SECRET-ACCESS-KEY_FILE``). Returns the
-    value and the key it sets."""
-    schema = SCHEMA.get(section, {})
-    literal = last in schema and not rest
-    if literal or not last.endswith(FILE_SUFFIX) or not last[: -len(FILE_SUFFIX)]:
-        return raw, last
-    if not rest and last[: -len(FILE_SUFFIX)] not in schema:
-        return raw, last  # an unknown key: reported as such by the caller
-    try:
-        return Path(raw).expanduser().read_text("utf-8").strip(), last[: -len(FILE_SUFFIX)]
-    except OSError as exc:
-        raise ConfigError(
-            f"{name}: the file {raw} cannot be read ({exc.strerror}); fix the path or its "
-            "permissions"
-        ) from exc
-
-
-def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) -> list[str]:
+def _merge_env(
+    values: dict[str, dict[str, Any]], environ: Mapping[str, str], base_dir: Path
+) -> list[str]:
     applied = []
     for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or "__" not in name:
@@ -185,7 +195,7 @@ def _merge_env(values: dict[str, dict[str, Any]], environ: Mapping[str, str]) ->
             continue
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
         if len(parts) > 1:
-            raw, parts[-1] = _from_file(name, raw, parts[0], parts[-1], parts[2:])
+            raw, parts[-1] = _from_file(environ, name, parts, base_dir)
         section, key, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
         kind = SCHEMA.get(section, {}).get(key)
         if kind is None:
@@ -217,30 +227,8 @@ def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
         )
 
 
-def _password_from_file(section: dict[str, Any], where: str, key: str, base_dir: Path) -> None:
-    """Read ``<key>_file`` (relative to the config file) into ``key``; both set is an error
-    unless ``key`` still has its default."""
-    name = section[f"{key}_file"]
-    if not name:
-        return
-    if section[key] != DEFAULTS[where][key]:
-        raise ConfigError(f"{where}.{key} and {where}.{key}_file are both set; keep one")
-    path = Path(name).expanduser()
-    path = path if path.is_absolute() else base_dir / path
-    try:
-        section[key] = path.read_text("utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(
-            f"{where}.{key}_file {path} cannot be read ({exc.strerror}); "
-            "fix the path or its permissions"
-        ) from exc
-
-
-def _read_passwords(values: dict[str, dict[str, Any]], base_dir: Path) -> None:
-    """The passwords given in files; SASL needs a Kafka user name and password."""
-    _password_from_file(values["kafka"], "kafka", "sasl_password", base_dir)
-    _password_from_file(values["connect"], "connect", "password", base_dir)
-    _password_from_file(values["kafka"], "kafka", "schema_registry_password", base_dir)
+def _check_sasl(values: dict[str, dict[str, Any]]) -> None:
+    """SASL needs a Kafka user name and password."""
     kafka = values["kafka"]
     protocol = kafka["security_protocol"]
     if protocol.startswith("SASL_") and not (kafka["sasl_username"] and kafka["sasl_password"]):
@@ -289,12 +277,12 @@ def load_config(
             data = tomllib.loads(source_file.read_text("utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{source_file}: not valid TOML: {exc}") from exc
-        _merge_file(values, data, str(source_file))
-    applied = _merge_env(values, environ)
-    _check_ranges(values)
-    streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
+        _merge_file(values, data, str(source_file), source_file.parent)
     base_dir = source_file.parent if source_file is not None else cwd
-    _read_passwords(values, base_dir)
+    applied = _merge_env(values, environ, base_dir)
+    _check_ranges(values)
+    _check_sasl(values)
+    streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
     return Config(
         values=values,
         base_dir=base_dir,

@@ -27,18 +27,15 @@ SCHEMA: dict[str, dict[str, str]] = {
         "sasl_mechanism": "str",
         "sasl_username": "str",
         "sasl_password": "str",
-        "sasl_password_file": "str",
         "ssl_ca_location": "str",
         "schema_registry_username": "str",
         "schema_registry_password": "str",
-        "schema_registry_password_file": "str",
     },
     "connect": {
         "url": "str",
         "secrets": "str",
         "username": "str",
         "password": "str",
-        "password_file": "str",
     },
     "bootstrap": {
         "initial_load": "str",
@@ -100,12 +97,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_username": "",
         "sasl_password": "",
-        "sasl_password_file": "",
         "ssl_ca_location": "",  # a PEM file of the CA to trust; empty: the system's
         # the schema registry's basic auth; "" sends none
         "schema_registry_username": "",
         "schema_registry_password": "",
-        "schema_registry_password_file": "",
     },
     "connect": {
         "url": "http://127.0.0.1:8083",
@@ -114,7 +109,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # sends none
         "username": "cdcmirror",
         "password": "cdcmirror-local-only",
-        "password_file": "",
     },
     "bootstrap": {
         # how a new connector's tables get their rows: "spark" reads them over JDBC in

@@ -43,12 +43,10 @@ class Kafka(_Section):
     security_protocol: str = "PLAINTEXT"  # | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
     sasl_mechanism: str = "SCRAM-SHA-512"  # | "PLAIN" | "SCRAM-SHA-256"
     sasl_username: str = ""
-    sasl_password: str = field(default="", repr=False)  # read from sasl_password_file
-    sasl_password_file: str = ""
+    sasl_password: str = field(default="", repr=False)
     ssl_ca_location: str = ""
     schema_registry_username: str = ""
     schema_registry_password: str = field(default="", repr=False)
-    schema_registry_password_file: str = ""
 
     @property
     def registry_auth(self) -> tuple[str, str] | None:
@@ -81,8 +79,7 @@ class Connect(_Section):
     url: str = field(repr=False)
     secrets: str  # "file" | "env"
     username: str = ""
-    password: str = field(default="", repr=False)  # read from password_file when given
-    password_file: str = ""
+    password: str = field(default="", repr=False)
 
     @property
     def auth(self) -> tuple[str, str] | None:

@@ -23,12 +23,12 @@ HISTORY_PREFIXES = ("schema.history.internal.producer.", "schema.history.interna
 def librdkafka_conf(kafka: Kafka) -> dict[str, str]:
     """The confluent-kafka client settings: brokers, protocol, login, CA.
 
-    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "", "/ca.pem")
+    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem")
     >>> sorted(librdkafka_conf(k).items())  # doctest: +NORMALIZE_WHITESPACE
     [('bootstrap.servers', 'b:9094'), ('sasl.mechanism', 'SCRAM-SHA-512'),
      ('sasl.password', 'p'), ('sasl.username', 'u'), ('security.protocol', 'SASL_SSL'),
      ('ssl.ca.location', '/ca.pem')]
-    >>> librdkafka_conf(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", "", ""))
+    >>> librdkafka_conf(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", ""))
     {'bootstrap.servers': 'b:9092'}
     """
     conf = {"bootstrap.servers": kafka.bootstrap_servers}
@@ -62,7 +62,7 @@ def java_client_conf(kafka: Kafka, password: str | None = None) -> dict[str, str
     """The security settings of a Java Kafka client (without the brokers); ``password``
     stands in for the configured one (a provider reference in a connector config).
 
-    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "", "/ca.pem")
+    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem")
     >>> sorted(java_client_conf(k, "${env:P}"))  # doctest: +NORMALIZE_WHITESPACE
     ['sasl.jaas.config', 'sasl.mechanism', 'security.protocol', 'ssl.truststore.location',
      'ssl.truststore.type']
@@ -84,7 +84,7 @@ def spark_kafka_options(kafka: Kafka) -> dict[str, str]:
     """Spark's Kafka source options: the brokers and the ``kafka.``-prefixed client
     settings. Spark redacts the JAAS line in its logs and UI (the value names a password).
 
-    >>> spark_kafka_options(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", "", ""))
+    >>> spark_kafka_options(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", ""))
     {'kafka.bootstrap.servers': 'b:9092'}
     """
     conf = {"bootstrap.servers": kafka.bootstrap_servers, **java_client_conf(kafka)}

@@ -168,12 +168,41 @@ def test_any_key_from_a_file_by_its_env_variable(tmp_path: Path) -> None:
     assert "s3-secret" not in str(redacted(config)) and "db-secret" not in str(redacted(config))
 
 
-def test_a_real_file_key_keeps_its_meaning(tmp_path: Path) -> None:
-    (tmp_path / "k").write_text("kafka-pw\n")
-    env = {"CDCMIRROR_KAFKA__SASL_PASSWORD_FILE": "k", "CDCMIRROR_KAFKA__SASL_USERNAME": "u"}
-    env["CDCMIRROR_KAFKA__SECURITY_PROTOCOL"] = "SASL_SSL"
-    config = load_config(environ=env, cwd=tmp_path)  # relative to the config's directory
-    assert config.kafka.sasl_password_file == "k" and config.kafka.sasl_password == "kafka-pw"
+def test_a_relative_file_path_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "k").write_text("kafka-pw\n")
+    (tmp_path / "etc" / "cdcmirror.toml").write_text(
+        '[kafka]\nsasl_username = "u"\nsecurity_protocol = "SASL_SSL"\n'
+    )
+    env = {"CDCMIRROR_KAFKA__SASL_PASSWORD_FILE": "k"}
+    config = load_config(tmp_path / "etc" / "cdcmirror.toml", environ=env, cwd=tmp_path)
+    assert config.kafka.sasl_password == "kafka-pw"
+
+
+def test_any_key_of_the_file_can_be_read_from_a_file(tmp_path: Path) -> None:
+    """``<key>_file`` beside any string key, inside tables too (``config_files.py``)."""
+    (tmp_path / "db").write_text("db-secret\n")
+    (tmp_path / "s3").write_text("s3-secret")
+    (tmp_path / "cdcmirror.toml").write_text(
+        '[source]\npassword_file = "db"\n[iceberg.catalog]\n"s3.secret-access-key_file" = "s3"\n'
+    )
+    config = load_config(environ={}, cwd=tmp_path)
+    assert config.source.password == "db-secret"
+    assert config.iceberg.catalog["s3.secret-access-key"] == "s3-secret"
+    assert "s3.secret-access-key_file" not in config.iceberg.catalog
+    assert "s3-secret" not in str(redacted(config)) and "db-secret" not in str(redacted(config))
+    # the environment overrides the file's setting, as for any key
+    env = {"CDCMIRROR_SOURCE__PASSWORD": "from-env"}
+    assert load_config(environ=env, cwd=tmp_path).source.password == "from-env"
+
+
+def test_a_key_and_its_file_in_the_same_place_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "cdcmirror.toml").write_text('[source]\npassword = "a"\npassword_file = "f"\n')
+    with pytest.raises(ConfigError, match=r"source\.password and source\.password_file"):
+        load_config(environ={}, cwd=tmp_path)
+    (tmp_path / "cdcmirror.toml").write_text('[iceberg.catalog]\ntoken = "a"\ntoken_file = "f"\n')
+    with pytest.raises(ConfigError, match="token and token_file are both set"):
+        load_config(environ={}, cwd=tmp_path)
 
 
 def test_unreadable_secret_file_names_the_variable(tmp_path: Path) -> None:
