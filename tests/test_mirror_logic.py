@@ -117,6 +117,13 @@ def test_spec_from_table_properties_and_missing_carriers() -> None:
     assert mirror_table("ns.other", cols, ("id",), {}, "shop") is None
     with pytest.raises(ConfigError, match=r"no Debezium carrier recorded for column.*note"):
         mirror_table("ns.items", [*cols, ("note", "string")], ("id",), props, "shop")
+    assert spec.dialect == "postgresql"
+    maria = mirror_table(
+        "ns.items", cols, ("id",), {**props, "cdcmirror.source": "mariadb:s.t"}, "s"
+    )
+    assert maria is not None and maria.dialect == "mysql"
+    with pytest.raises(ConfigError, match=r"names no source flavor \(postgresql, mysql, mariadb"):
+        mirror_table("ns.items", cols, ("id",), {**props, "cdcmirror.source": "public.t"}, "s")
 
 
 def test_evolution_adds_widens_and_refuses() -> None:

@@ -13,10 +13,11 @@ from cdcmirror.dialects.base import CanonicalColumn, Dialect
 from cdcmirror.dialects.mysql import MySQL
 from cdcmirror.dialects.postgresql import PostgreSQL
 
-__all__ = ["NAMES", "CanonicalColumn", "Dialect", "of", "of_flavor"]
+__all__ = ["FLAVORS", "NAMES", "CanonicalColumn", "Dialect", "of", "of_flavor"]
 
 _DIALECTS: dict[str, Dialect] = {d.name: d for d in (PostgreSQL(), MySQL())}
 NAMES = tuple(_DIALECTS)
+FLAVORS = tuple(f for d in _DIALECTS.values() for f in d.flavors)
 
 
 def of(name: str) -> Dialect:

@@ -76,6 +76,11 @@ def mirror_table(
     if not source:
         return None
     flavor, _, qualified = source.partition(":")
+    if flavor not in dialects.FLAVORS:
+        raise ConfigError(
+            f"{identifier}: table property {SOURCE_PROPERTY} = {source!r} names no source "
+            f"flavor ({', '.join(dialects.FLAVORS)}); run `cdcmirror bootstrap` to record it"
+        )
     try:
         carriers: dict[str, str] = json.loads(properties.get(CARRIERS_PROPERTY) or "")
     except ValueError:

@@ -60,7 +60,9 @@ def discover(
         entry = grouped[(schema, table)]
         cols = tuple(entry["cols"])
         try:
-            conn.execute(text(f"SELECT 1 FROM {_MYSQL.table_sql(f'{schema}.{table}')} LIMIT 0"))
+            conn.execute(
+                text(f"SELECT 1 FROM {_MYSQL.quote(schema)}.{_MYSQL.quote(table)} LIMIT 0")
+            )
             readable[f"{schema}.{table}"] = True
         except DBAPIError:
             readable[f"{schema}.{table}"] = False
