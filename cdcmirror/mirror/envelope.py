@@ -35,7 +35,7 @@ from cdcmirror import dialects
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.mirror.toast import unavailable_sql
+from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.sql_text import q, spark_name
 
 __all__ = ["q", "spark_name"]  # and the decoder's own names below
@@ -91,17 +91,6 @@ def raw_rows_sql(env: str, schemas: bool) -> str:
         f"IF({env}.{UNREADABLE} IS NULL, NULL, "
         f"from_json({env}.{UNREADABLE}, '{raw_rows_ddl(schemas)}'))"
     )
-
-
-def toastable(table: MirrorTable) -> list[str]:
-    """Columns that can carry PostgreSQL's unchanged-TOAST placeholder."""
-    if not dialects.of(table.dialect).toast_placeholders:
-        return []
-    return [
-        c.name
-        for c in table.columns
-        if c.name not in table.key and unavailable_sql("w", parse_carrier(c.carrier))
-    ]
 
 
 def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") -> list[str]:

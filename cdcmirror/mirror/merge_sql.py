@@ -12,10 +12,11 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
-from cdcmirror.mirror.envelope import old_key_columns, q, toastable
+from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast import filled_sql, inserted_sql, kept_sql, newest_value_sql, toastable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
 
@@ -37,11 +38,7 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     keys = ", ".join(q(k) for k in table.key)
     toast = toastable(table)
     old = old_key_columns(table)
-    fills = "".join(
-        f", max_by(named_struct('v', {q(c)}, 'p', _cdc_position), IF(_cdc_op = 'd' OR "
-        f"{q('_t_' + c)}, NULL, _cdc_position)) AS {q('_f_' + c)}"
-        for c in toast
-    )
+    fills = "".join(f", {newest_value_sql(c)}" for c in toast)
     if old:
         fields = ", ".join(f"'{ok}', {q(ok)}" for ok in old)
         fills += (
@@ -52,12 +49,7 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     cols = []
     for c in table.names:
         if c in toast:
-            t, f = q("_t_" + c), q("_f_" + c)
-            usable = f"{f} IS NOT NULL"
-            if old:  # a key-change create after that value: the old key's value wins
-                usable += f" AND (_kc IS NULL OR {f}.p >= _kc.p)"
-            cols.append(f"IF(n.{t} AND {usable}, {f}.v, n.{q(c)}) AS {q(c)}")
-            cols.append(f"(n.{t} AND NOT ({usable})) AS {t}")
+            cols += filled_sql(c, bool(old))
         else:
             cols.append(f"n.{q(c)}")
     cols += [f"_kc.{q(ok)} AS {q(ok)}" for ok in old]
@@ -145,8 +137,8 @@ def merge_sql(
     values = []
     for c in table.names:
         if c in toast:
-            sets.append(f"{q(c)} = IF(s.{q('_t_' + c)}, t.{q(c)}, s.{q(c)})")
-            values.append(f"IF(s.{q('_t_' + c)}, NULL, s.{q(c)})")
+            sets.append(kept_sql(c))
+            values.append(inserted_sql(c))
         else:
             sets.append(f"{q(c)} = s.{q(c)}")
             values.append(f"s.{q(c)}")

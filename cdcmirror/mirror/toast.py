@@ -11,7 +11,9 @@ puts a placeholder in its place, shaped for the column's type (Debezium's
 - hstore (map mode): the one entry placeholder -> placeholder.
 
 The mirror keeps the stored value for each of these and never writes the placeholder
-(DESIGN.md rule 4); ``toast_chain.py`` follows key changes.
+(DESIGN.md rule 4): the decode flags a placeholder in ``_t_<column>`` (``envelope.py``), the
+batch's dedupe fills it from an earlier event of the key (``filled_sql``), the MERGE keeps
+the stored value (``kept_sql``), and ``toast_chain.py`` follows key changes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ import base64
 import hashlib
 import uuid
 
-from cdcmirror.mirror.carriers import Carrier
+from cdcmirror import dialects
+from cdcmirror.mirror.carriers import Carrier, parse_carrier
+from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.sql_text import q
 
 UNAVAILABLE = "__debezium_unavailable_value"
 UNAVAILABLE_B64 = base64.b64encode(UNAVAILABLE.encode()).decode()
@@ -73,3 +78,50 @@ def unavailable_sql(w: str, carrier: Carrier) -> str | None:
     if element.kind in _INTS and not element.name:
         return f"({w} <=> {UNAVAILABLE_NUMBERS})"
     return None
+
+
+def toastable(table: MirrorTable) -> list[str]:
+    """Columns that can carry PostgreSQL's unchanged-TOAST placeholder."""
+    if not dialects.of(table.dialect).toast_placeholders:
+        return []
+    return [
+        c.name
+        for c in table.columns
+        if c.name not in table.key and unavailable_sql("w", parse_carrier(c.carrier))
+    ]
+
+
+def newest_value_sql(c: str) -> str:
+    """Dedupe (``merge_sql.dedupe_sql``), an aggregate per key: the newest event's value of
+    ``c`` that is not a placeholder, with its position (``_f_<c>``)."""
+    return (
+        f"max_by(named_struct('v', {q(c)}, 'p', _cdc_position), IF(_cdc_op = 'd' OR "
+        f"{q('_t_' + c)}, NULL, _cdc_position)) AS {q('_f_' + c)}"
+    )
+
+
+def filled_sql(c: str, key_changes: bool) -> list[str]:
+    """Dedupe, over the newest event ``n``: ``c`` filled from the batch's newest value when
+    ``n`` carries the placeholder, and ``_t_<c>`` still true when nothing in the batch
+    fills it. ``key_changes``: a key-change create after that value (``_kc``) wins, its old
+    key's row has the value (``toast_chain.py``)."""
+    t, f = q("_t_" + c), q("_f_" + c)
+    usable = f"{f} IS NOT NULL"
+    if key_changes:
+        usable += f" AND (_kc IS NULL OR {f}.p >= _kc.p)"
+    return [
+        f"IF(n.{t} AND {usable}, {f}.v, n.{q(c)}) AS {q(c)}",
+        f"(n.{t} AND NOT ({usable})) AS {t}",
+    ]
+
+
+def kept_sql(c: str) -> str:
+    """The MERGE's ``UPDATE SET`` of ``c``: the stored value when the change carries the
+    placeholder."""
+    return f"{q(c)} = IF(s.{q('_t_' + c)}, t.{q(c)}, s.{q(c)})"
+
+
+def inserted_sql(c: str) -> str:
+    """The MERGE's ``INSERT`` value of ``c``: NULL rather than the placeholder (only an
+    event whose value is known nowhere gets here, and it is dead-lettered first)."""
+    return f"IF(s.{q('_t_' + c)}, NULL, s.{q(c)})"

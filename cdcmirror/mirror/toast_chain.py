@@ -27,11 +27,12 @@ them instead of writing NULL; ``reconcile --deep`` lists the key and ``repair`` 
 
 from __future__ import annotations
 
-from cdcmirror.mirror.envelope import old_key_columns, q, toastable
+from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.merge_sql import newer
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast import toastable
 
 MAX_CHAIN_STEPS = 10_000  # a chain is never longer than the events of one batch
 
