@@ -22,8 +22,8 @@ from cdcmirror.mirror.carriers import (
 )
 from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
-from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, newer
-from cdcmirror.mirror.positions import source_length
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
+from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
 from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.table_properties import CARRIERS_PROPERTY

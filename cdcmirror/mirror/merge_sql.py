@@ -14,16 +14,11 @@ from __future__ import annotations
 
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
-from cdcmirror.mirror.positions import source_length, went_backwards_sql
+from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import filled_sql, inserted_sql, kept_sql, newest_value_sql, toastable
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
-
-
-def newer(a: str, b: str, n: int) -> str:
-    """Source position ``a`` is greater than ``b`` (their first ``n`` elements)."""
-    return f"slice({a}, 1, {n}) > slice({b}, 1, {n})"
 
 
 def _on(table: MirrorTable, left: str, right: str) -> str:

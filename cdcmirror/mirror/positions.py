@@ -1,4 +1,5 @@
-"""Source positions as Python values (the Spark SQL side is ``merge_sql.newer``). Pure.
+"""Source positions: their order (DESIGN.md rule 1), as Python values and as Spark SQL
+(``newer``, ``position_sql``); each engine's own order comes from ``dialects/``. Pure.
 
 A position is a list of longs compared element by element; only the first ``n`` elements
 (``source_length``) come from the source, the rest are Kafka's partition and offset,
@@ -10,6 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cdcmirror import dialects
+
+
+def newer(a: str, b: str, n: int) -> str:
+    """Spark SQL: source position ``a`` is greater than ``b`` (their first ``n`` elements).
+
+    >>> newer("s._cdc_position", "t._cdc_position", 3)
+    'slice(s._cdc_position, 1, 3) > slice(t._cdc_position, 1, 3)'
+    """
+    return f"slice({a}, 1, {n}) > slice({b}, 1, {n})"
 
 
 def source_length(dialect: str) -> int:

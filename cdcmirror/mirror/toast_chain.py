@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
-from cdcmirror.mirror.merge_sql import newer
-from cdcmirror.mirror.positions import source_length
+from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import toastable
 

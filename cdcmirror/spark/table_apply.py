@@ -29,7 +29,6 @@ from cdcmirror.mirror.merge_sql import (
     classify_sql,
     dedupe_sql,
     merge_sql,
-    newer,
     tombstone_merge_sql,
     truncate_sql,
 )
@@ -37,6 +36,7 @@ from cdcmirror.mirror.positions import (
     behind_truncate_sql,
     history_restarted_message,
     later_mark,
+    newer,
     position_literal,
     source_length,
 )
