@@ -34,7 +34,7 @@ def test_a_batch_of_one_table_in_known_schemas_is_read_once() -> None:
     assert found is not None
     table, parts = found
     assert table == TABLE
-    assert parts["known"] == ["s1", "s2"] and parts["schemas"] == {"s1", "s2"}
+    assert parts["read_once"] and parts["schemas"] == {"s1", "s2"}
     assert parts["offsets"] == {0: 69} and parts["starts"] == {0: 10}
 
 

@@ -316,7 +316,7 @@ class Applier:
             rejected, events = reject_schemas(
                 events, self._kind, table, verdict.rejected, raw_dead, stats
             )
-            known = parts.get("known")
+            known = sorted(parts["schemas"]) if parts.get("read_once") else None
             if known is None and self._kind == "json":
                 self._known.learn(table, parts["schemas"], not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known)

@@ -65,7 +65,7 @@ def one_table(
     known: KnownSchemas | None,
 ) -> tuple[MirrorTable, dict[str, Any]] | None:
     """The CDC table of batch ``batch_id`` and its parts (offsets from the planned ranges,
-    ``schemas`` the known ones, ``known`` set) when every partition that moved is that
+    ``schemas`` the known ones, ``read_once`` set) when every partition that moved is that
     table's topic and its row schemas are ``known``; else None."""
     moved = None if known is None else _moved(planned, batch_id)
     if known is None or moved is None or len(moved) != 1:
@@ -78,5 +78,5 @@ def one_table(
         return None
     parts = summary[topic]
     parts["schemas"] = set(schemas)
-    parts["known"] = sorted(schemas)
+    parts["read_once"] = True
     return table, parts
