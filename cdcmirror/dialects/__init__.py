@@ -1,5 +1,12 @@
 """The source engines: ``of(name)`` is the one object to ask what differs between them.
 
+Adding an engine: a ``Dialect`` here (``base.py`` lists what it answers), then the parts
+that are the engine's own rules or SDK calls: its type rules (``typemap._MAPPERS``), its
+catalog reads (a ``source/<engine>.py``, called by ``source/discovery._look``), its
+initial-load column reads (``load/plan._COLUMN_READS`` and a ``load/<engine>.py``), its row
+estimate (``source/load_reads._ESTIMATED_ROWS``) and its connector template
+(``connectors/``).
+
 >>> of("postgresql").quote("a"), of("mysql").quote("a")
 ('"a"', '`a`')
 >>> of("oracle")
