@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from cdcmirror.config import Config
+from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def replay_dead_letters(config: Config, table_name: str) -> ReplayResult:
     dead = spark_name(applier.dead_letter_table)
     spark.sql(f"REFRESH TABLE {dead}")
     started = spark.sql("SELECT CAST(current_timestamp() AS STRING) AS t").first().t
-    mine = f"table_name = '{table.identifier}'"
+    mine = f"table_name = {sql_string(table.identifier)}"
     before = f"{mine} AND dead_lettered_at <= TIMESTAMP '{started}'"
     events = spark.sql(
         f"SELECT topic, partition, offset, key, value, headers FROM {dead} WHERE {before}"

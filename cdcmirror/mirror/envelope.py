@@ -36,7 +36,7 @@ from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import toastable, unavailable_sql
-from cdcmirror.sql_text import q, spark_name
+from cdcmirror.sql_text import q, spark_name, sql_string
 
 __all__ = ["q", "spark_name"]  # and the decoder's own names below
 
@@ -127,7 +127,8 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
             f"{q(k)}: {wire_type(parse_carrier(table.column(k).carrier))}" for k in table.key
         )
         header = f"filter(headers, h -> h.key = '{OLD_KEY_HEADER}')[0].value"
-        out.append(f"from_json(CAST({header} AS STRING), 'STRUCT<{key_ddl}>') AS _old_key")
+        ddl = sql_string(f"STRUCT<{key_ddl}>")
+        out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _old_key")
     return out
 
 
@@ -136,8 +137,9 @@ def _misfits(table: MirrorTable, p: str, raw: str) -> str:
     names = []
     for c in table.columns:
         value = f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)})"
-        text = f"IF({p}.op = 'd', {raw}.before['{c.name}'], {raw}.after['{c.name}'])"
-        names.append(f"IF({text} IS NOT NULL AND {value} IS NULL, '{c.name}', NULL)")
+        name = sql_string(c.name)
+        text = f"IF({p}.op = 'd', {raw}.before[{name}], {raw}.after[{name}])"
+        names.append(f"IF({text} IS NOT NULL AND {value} IS NULL, {name}, NULL)")
     return f"IF(_raw IS NULL, NULL, nullif(concat_ws(', ', {', '.join(names)}), ''))"
 
 
@@ -172,12 +174,16 @@ def _errors(table: MirrorTable) -> str:
     for c in table.columns:
         w = q("_w_" + c.name)
         if c.name in table.key:
-            checks.append((f"_cdc_op <> 't' AND {w} IS NULL", f"'key column {c.name} is null'"))
+            checks.append(
+                (f"_cdc_op <> 't' AND {w} IS NULL", sql_string(f"key column {c.name} is null"))
+            )
         skip = f" AND NOT {q('_t_' + c.name)}" if c.name in toast else ""
         checks.append(
             (
                 f"_cdc_op <> 'd' AND {w} IS NOT NULL{skip} AND {q(c.name)} IS NULL",
-                f"'column {c.name}: value does not convert from {c.carrier} to {c.iceberg}'",
+                sql_string(
+                    f"column {c.name}: value does not convert from {c.carrier} to {c.iceberg}"
+                ),
             )
         )
     cases = ", ".join(f"IF(coalesce({cond}, false), {msg}, NULL)" for cond, msg in checks)

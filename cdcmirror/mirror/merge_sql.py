@@ -17,6 +17,7 @@ from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import filled_sql, inserted_sql, kept_sql, newest_value_sql, toastable
+from cdcmirror.sql_text import sql_string
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
 
@@ -35,7 +36,7 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     old = old_key_columns(table)
     fills = "".join(f", {newest_value_sql(c)}" for c in toast)
     if old:
-        fields = ", ".join(f"'{ok}', {q(ok)}" for ok in old)
+        fields = ", ".join(f"{sql_string(ok)}, {q(ok)}" for ok in old)
         fills += (
             f", max_by(named_struct({fields}, 'p', _cdc_position), "
             f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) AS _kc"

@@ -32,6 +32,7 @@ from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import toastable
+from cdcmirror.sql_text import sql_string
 
 MAX_CHAIN_STEPS = 10_000  # a chain is never longer than the events of one batch
 
@@ -126,7 +127,7 @@ def chain_step_sql(
         pairs = zip(table.key, old, strict=True)
         return " AND ".join(f"{alias}.{q(k)} = u.{q(ok)}" for k, ok in pairs)
 
-    prev_fields = ", ".join(f"'{ok}', e.{q(ok)}" for ok in old)
+    prev_fields = ", ".join(f"{sql_string(ok)}, e.{q(ok)}" for ok in old)
     aggs = [
         f"max_by(named_struct({prev_fields}, 'p', e._cdc_position), "
         f"IF(e.{q(old[0])} IS NULL, NULL, e._cdc_position)) AS _prev"
@@ -185,7 +186,7 @@ def unknown_columns_sql(table: MirrorTable) -> str:
     toast = toastable(table)
     if not toast:
         return "''"
-    names = ", ".join(f"IF({q('_t_' + c)}, '{c}', NULL)" for c in toast)
+    names = ", ".join(f"IF({q('_t_' + c)}, {sql_string(c)}, NULL)" for c in toast)
     return f"concat_ws(', ', {names})"
 
 

@@ -11,6 +11,7 @@ from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import unknown_columns_sql, unknown_sql
+from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger("cdcmirror.mirror")
 
@@ -71,7 +72,7 @@ def joined_dead(records: Any, errors: Any, identifier: str) -> Any:
     if "_t" in errors.columns:
         on = on & (records["topic"] == errors["_t"])
     return records.join(errors, on).selectExpr(
-        *RECORD_COLUMNS, "_error AS error", f"'{identifier}' AS table_name"
+        *RECORD_COLUMNS, "_error AS error", f"{sql_string(identifier)} AS table_name"
     )
 
 

@@ -9,12 +9,13 @@ from typing import Any
 from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.positions import history_restarted_message
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.sql_text import sql_string
 
 
 def history_restarted(table: MirrorTable, changes: Any, backwards: int) -> str:
     """The stop message, with one of the changes: its key, position and commit time, and
     those of what is stored. ``backwards``: how many changes are marked ``_backwards``."""
-    key = ", ".join(f"concat('{k}=', CAST({q(k)} AS STRING))" for k in table.key)
+    key = ", ".join(f"concat({sql_string(k + '=')}, CAST({q(k)} AS STRING))" for k in table.key)
     first = (
         changes.where("_backwards")
         .selectExpr(

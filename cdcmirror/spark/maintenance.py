@@ -14,6 +14,7 @@ from typing import Any
 from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
 MIN_ORPHAN_AGE_HOURS = 24  # Iceberg's procedure refuses less: files of running commits
@@ -91,8 +92,9 @@ def _remove_orphans(spark: Any, identifier: str, older_than: datetime) -> int:
     """Files under the table's location that no snapshot references, removed."""
     location = spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1").first()
     listing = ", prefix_listing => true" if lists_by_prefix(str(location.file)) else ""
+    table = sql_string(f"{CATALOG_NAME}.{identifier}")
     orphans = spark.sql(
-        f"CALL {CATALOG_NAME}.system.remove_orphan_files(table => '{CATALOG_NAME}.{identifier}', "
+        f"CALL {CATALOG_NAME}.system.remove_orphan_files(table => {table}, "
         f"older_than => {_ts(older_than)}{listing})"
     ).collect()
     return len(orphans)
@@ -106,7 +108,7 @@ def maintain_table(
 ) -> TableMaintenance:
     # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
     # catalog first and log a WARN with a stack trace for each procedure call
-    table = f"'{CATALOG_NAME}.{identifier}'"
+    table = sql_string(f"{CATALOG_NAME}.{identifier}")
     call = f"CALL {CATALOG_NAME}.system"
     before = file_counts(spark, identifier)
     result = TableMaintenance(identifier, before, before)
