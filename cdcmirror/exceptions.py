@@ -20,6 +20,10 @@ class ConfigError(CdcMirrorError):
     """The configuration file or an override is missing, malformed or names an unknown key."""
 
 
+class LeaseHeldError(ConfigError):
+    """Another cdcmirror job holds the table's mirror lease."""
+
+
 class ServiceUnavailableError(CdcMirrorError):
     """A service cdcmirror needs (database, Kafka, Kafka Connect) cannot be reached."""
 

@@ -13,6 +13,8 @@ CARRIERS_PROPERTY = "cdcmirror.carriers"  # column -> Debezium carrier the mirro
 TRUNCATED_PROPERTY = "cdcmirror.truncated-at"  # the position of the last TRUNCATE applied
 # the truncate's commit time, epoch microseconds (positions.went_backwards_sql)
 TRUNCATED_TS_PROPERTY = "cdcmirror.truncated-at-ts"
+# PostgreSQL: the changes the last re-load's rows hold (mirror/reload_mark.py)
+RELOADED_PROPERTY = "cdcmirror.reloaded"
 LEASE_PROPERTY = "cdcmirror.lease"  # the mirror job that holds the table (mirror/lease.py)
 LOAD_PROPERTY = "cdcmirror.initial-load"  # "pending" until the Spark load, then its summary
 STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for

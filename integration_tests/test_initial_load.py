@@ -52,6 +52,19 @@ def _pairs_rows(pairs: PairsWorkload, spark: Any, identifier: str) -> None:
     assert not wrong, f"{identifier}: {len(wrong)} rows differ, e.g. {wrong[:3]}"
 
 
+def _loaded_then_same(m: Mirrored, pairs: PairsWorkload, spark: Any, order: str) -> None:
+    """The load's commit (the first: ``order`` ""; the newest: "DESC") carries its summary;
+    after the mirror caught up, both tables equal the source."""
+    commit = spark.sql(
+        f"SELECT summary FROM {m.identifier}.snapshots ORDER BY committed_at {order} LIMIT 1"
+    ).first()
+    assert commit is not None and "cdcmirror.initial-load" in commit[0], commit
+    sc.settle(m)
+    m.mirror()
+    assert m.assert_same() > ROWS // 2
+    _pairs_rows(pairs, spark, f"{m.name}_mirror.pairs")
+
+
 def _bootstrap_while_changing(
     m: Mirrored, pairs: PairsWorkload, world: SparkWorld
 ) -> dict[str, Any]:
@@ -71,14 +84,7 @@ def _check_loaded(loaded: Loaded, world: SparkWorld) -> None:
     assert items["reads"] >= 4, items  # split into parallel reads
     config = services.connect_client().config(f"cdcmirror-{m.name}")
     assert config["snapshot.mode"] == "no_data", config
-    first = world.spark.sql(
-        f"SELECT summary FROM {m.identifier}.snapshots ORDER BY committed_at LIMIT 1"
-    ).first()
-    assert first is not None and "cdcmirror.initial-load" in first[0], first
-    sc.settle(m)
-    m.mirror()
-    assert m.assert_same() > ROWS // 2
-    _pairs_rows(loaded.pairs, world.spark, f"{m.name}_mirror.pairs")
+    _loaded_then_same(m, loaded.pairs, world.spark, "")
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +151,54 @@ def maria_loaded(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterat
         admin.close()
 
 
+def _drift(spark: Any, items: str, pairs: str) -> None:
+    """Change, delete and add mirror rows behind the mirror's back."""
+    ids = [r[0] for r in spark.sql(f"SELECT id FROM {items} ORDER BY id").take(6)]
+    spark.sql(f"DELETE FROM {items} WHERE id IN ({ids[0]}, {ids[1]})")
+    spark.sql(f"UPDATE {items} SET name = concat(coalesce(name, ''), '!') WHERE id = {ids[2]}")
+    spark.sql(
+        f"INSERT INTO {items} SELECT id + 10000000 AS id, * EXCEPT (id) "
+        f"FROM {items} WHERE id IN ({ids[3]}, {ids[4]})"
+    )
+    first, last = spark.sql(f"SELECT tenant, code FROM {pairs} ORDER BY tenant, code").take(2)
+    spark.sql(f"UPDATE {pairs} SET n = n + 1 WHERE tenant = {first[0]} AND code = '{first[1]}'")
+    spark.sql(f"DELETE FROM {pairs} WHERE tenant = {last[0]} AND code = '{last[1]}'")
+
+
+def _reload_repairs(loaded: Loaded, world: SparkWorld) -> None:
+    """`repair --method reload` re-loads both tables by Spark while the source keeps
+    changing and changes wait in Kafka unapplied; after the mirror caught up, both equal
+    the source. A mirror job holding a table's lease makes the re-load refuse."""
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.catalog.leases import acquire, my_lease, release
+
+    m, pairs, spark = loaded.m, loaded.pairs, world.spark
+    sc.settle(m)
+    m.mirror()
+    items, pair_table = m.identifier, f"{m.name}_mirror.pairs"
+    _drift(spark, items, pair_table)
+    m.workload.run(200)  # changes the mirror has not applied when the re-load reads
+    pairs.run(100)
+    catalog = load_catalog(m.config)
+    lease = my_lease("a mirror job of the test")
+    acquire(catalog, [items], lease)
+    try:
+        held = run_cli(m.config_path, "repair", "--table", "items", "--method", "reload")
+    finally:
+        release(catalog, [items], lease)
+    assert held.exit_code == 2 and "being mirrored by another cdcmirror job" in held.output
+    with changing(m.workload.run, pairs.run):
+        for table in ("items", "pairs"):
+            result = run_cli(
+                m.config_path, "--output", "json", "repair", "--table", table, "--method", "reload"
+            )
+            assert result.exit_code == 0, result.output
+            out = json.loads(result.stdout)
+            assert out["method"] == "reload" and out["reloaded"]["rows"] > 0, out
+            assert out["reloaded"]["bad"] == 0 and out["start"], out
+    _loaded_then_same(m, pairs, spark, "DESC")
+
+
 def test_postgresql_load_while_changing_equals_the_source(
     pg_loaded: Loaded, spark_world: SparkWorld
 ) -> None:
@@ -160,3 +214,17 @@ def test_mariadb_load_while_changing_equals_the_source(
     """MariaDB: key ranges read after the connector's first offset, changes going on, the
     mirror in batches of 1,500 events; both tables equal the source."""
     _check_loaded(maria_loaded, spark_world)
+
+
+def test_postgresql_reload_repairs_drift_while_changing(
+    pg_loaded: Loaded, spark_world: SparkWorld
+) -> None:
+    """`repair --method reload` on PostgreSQL: one exported snapshot for every read."""
+    _reload_repairs(pg_loaded, spark_world)
+
+
+def test_mariadb_reload_repairs_drift_while_changing(
+    maria_loaded: Loaded, spark_world: SparkWorld
+) -> None:
+    """`repair --method reload` on MariaDB: key ranges read from the binlog's position on."""
+    _reload_repairs(maria_loaded, spark_world)

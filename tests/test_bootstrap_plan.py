@@ -148,7 +148,7 @@ def test_include_list_escapes_regex() -> None:
 
 
 def test_table_name_collision_is_a_config_error(tmp_path: Path) -> None:
-    from cdcmirror.commands.bootstrap import _desired
+    from cdcmirror.bootstrap.desired import desired_tables as _desired
 
     a = ORDERS
     b = replace(ORDERS, schema="sales")

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyiceberg.exceptions import CommitFailedException
 
-from cdcmirror.exceptions import ConfigError
+from cdcmirror.exceptions import LeaseHeldError
 from cdcmirror.mirror.lease import (
     LEASE_SECONDS,
     Lease,
@@ -61,13 +61,13 @@ def acquire(catalog: Any, identifiers: list[str], me: Lease) -> None:
     for identifier in identifiers:
         why = blocking(identifier, _read(catalog, identifier), me, time.time(), alive)
         if why:
-            raise ConfigError(why)
+            raise LeaseHeldError(why)
     for identifier in identifiers:
         _write(catalog, identifier, me.text())
     for identifier in identifiers:  # two jobs starting at once: the later write won
         held = _read(catalog, identifier)
         if held is not None and held.owner != me.owner:
-            raise ConfigError(blocking(identifier, held, me, time.time(), alive) or "lease lost")
+            raise LeaseHeldError(blocking(identifier, held, me, time.time(), alive) or "lease lost")
 
 
 def release(catalog: Any, identifiers: list[str], me: Lease) -> None:

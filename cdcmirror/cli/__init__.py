@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdcmirror.cli import commands, services  # noqa: F401  (they register the subcommands)
+from cdcmirror.cli import commands, repair, services  # noqa: F401  (they register the subcommands)
 from cdcmirror.cli.root import cli
 
 __all__ = ["cli", "main"]

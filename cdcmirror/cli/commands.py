@@ -1,5 +1,6 @@
 """The mirror's commands: bootstrap, mirror, reconcile, replay-dead-letters, teardown,
-repair, maintain, config show. Each loads the config and calls its ``commands/`` module."""
+maintain, config show (repair: ``repair.py``). Each loads the config and calls its
+``commands/`` module."""
 
 from __future__ import annotations
 
@@ -256,45 +257,6 @@ def teardown_cmd(
         lines = "\n".join(f"  {step.line()}: {why}" for step, why in left)
         click.echo(f"could not remove:\n{lines}", err=True)
         sys.exit(EXIT_DRIFT)
-
-
-@cli.command("repair")
-@click.option("--table", "table", required=True, help="The mirrored table to heal.")
-@click.option(
-    "--keys-from",
-    "keys_from",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="A `reconcile --deep --output json` report: repair only its drifted keys "
-    "(else the whole table is re-read).",
-)
-@click.pass_context
-@handle_errors
-def repair_cmd(ctx: click.Context, table: str, keys_from: str | None) -> None:
-    """Heal a drifted table without a full reload: Debezium re-reads the drifted rows (an
-    incremental snapshot through the source's signal table) and the mirror job applies
-    them; rows only in the mirror are removed once the source confirms they are gone."""
-
-    from cdcmirror.commands.repair import repair
-    from cdcmirror.config import load_config
-
-    config = load_config(ctx.obj["config_path"])
-    result = repair(config, table, Path(keys_from) if keys_from else None, progress=_say)
-    if ctx.obj["output"] == "json":
-        click.echo(json.dumps(result.__dict__, indent=2))
-        return
-    reread = "every row" if result.reread is None else f"{result.reread} row(s)"
-    click.echo(
-        f"{result.table}: Debezium re-reads {reread}"
-        if result.signal_id
-        else f"{result.table}: nothing to re-read"
-    )
-    if result.removed or result.kept:
-        click.echo(f"{result.table}: removed {result.removed} row(s) the source does not have")
-    click.echo(
-        "the running mirror job applies the re-read rows; confirm with "
-        f"`cdcmirror reconcile --deep --table {table}`"
-    )
 
 
 @cli.command("maintain")

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cdcmirror.bootstrap import connector as conn_mod
-from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, desired_table, plan_table
+from cdcmirror.bootstrap.desired import desired_tables
+from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, plan_table
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.catalog_properties import embedded_catalog_paths
 from cdcmirror.commands.initial_load import (
@@ -28,53 +29,16 @@ from cdcmirror.config import Config
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import masked, write_secret_file
 from cdcmirror.exceptions import (
-    ConfigError,
     ConnectorError,
     NotLoadableError,
-    UnsupportedTypeError,
 )
 from cdcmirror.load.plan import PENDING, SPARK, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
 from cdcmirror.source_model import SourceCatalog
 from cdcmirror.table_properties import LOAD_PROPERTY
-from cdcmirror.typemap import MappingOptions
 
 logger = logging.getLogger(__name__)
-
-
-def _desired(config: Config, catalog: SourceCatalog) -> list[DesiredTable]:
-    options = MappingOptions(
-        unknown_types=config.source.unknown_types,
-        tinyint1_as_boolean=config.source.tinyint1_as_boolean,
-    )
-    namespace = config.iceberg.namespace
-    out, errors = [], []
-    for table in catalog.tables:
-        try:
-            out.append(
-                desired_table(
-                    catalog,
-                    table,
-                    namespace,
-                    config.iceberg.table_name,
-                    options,
-                    config.iceberg.partition,
-                )
-            )
-        except UnsupportedTypeError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise UnsupportedTypeError("\n".join(errors))
-    by_name: dict[str, str] = {}
-    for d in out:
-        other = by_name.setdefault(d.identifier, d.source.qualified)
-        if other != d.source.qualified:
-            raise ConfigError(
-                f"{other} and {d.source.qualified} both map to Iceberg table {d.identifier}; set "
-                'iceberg.table_name = "{schema}__{table}"'
-            )
-    return out
 
 
 def _open_catalog(config: Config, dry_run: bool) -> Any | None:
@@ -124,7 +88,7 @@ def bootstrap(
     run = _Steps(on_step)
     run.step("discovering source tables")
     catalog_src = run.timed("discover", lambda: discover(config.source, require_safe_source=True))
-    desired = _desired(config, catalog_src)
+    desired = desired_tables(config, catalog_src)
     run.step(f"{len(desired)} tables mapped")
     work: _ConnectorWork | None = None
     if register_connector:

@@ -54,6 +54,7 @@ class LoadedTable:
     example: str | None
     seconds: float
     reads: int
+    kept_deleted: int = 0  # rows only the mirror had, kept as deleted (a soft re-load)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class LoadContext:
     dialect: str
     estimates: dict[str, int]  # source table -> estimated rows
     on_progress: Callable[[TableProgress], None]
+    keep_deleted: bool = False  # rows the load does not have stay, as deleted (a soft re-load)
 
 
 def load_by_spark(
@@ -123,7 +125,7 @@ def load_by_spark(
     loads = [table_load(ctx.dialect, d) for d in tables]  # refuses what it cannot load
     _mark_pending(ctx.iceberg, [d.identifier for d in tables])
     lease = my_lease(LEASE_HOLDER)
-    with _Leased(ctx.iceberg, [d.identifier for d in tables], lease):
+    with Leased(ctx.iceberg, [d.identifier for d in tables], lease):
         if dialects.of(ctx.dialect).slot:  # the load creates the slot and reads its snapshot
             result = _load_postgresql(ctx, loads, report, register, connector)
         else:
@@ -167,7 +169,7 @@ def _load_postgresql(
             f"SET TRANSACTION SNAPSHOT '{snap.name}'; {dialects.of('postgresql').session_init}"
         )
         position = loaded_position("postgresql", (snap.lsn,))
-        _load_all(ctx, loads, report, init, position, snap.taken_us)
+        load_all(ctx, loads, report, init, position, snap.taken_us)
     logger.info("registering connector %s (it streams from slot %s)", connector, slot)
     return register()
 
@@ -194,10 +196,10 @@ def _load_mysql(
     report.start = f"connector {connector} streaming from {start[0]}:{start[1]}"
     position = loaded_position("mysql", (binlog_file_index(file), pos))
     init = dialects.of("mysql").session_init
-    _load_all(ctx, loads, report, init, position, int(time.time() * 1e6))
+    load_all(ctx, loads, report, init, position, int(time.time() * 1e6))
 
 
-def _load_all(
+def load_all(
     ctx: LoadContext,
     loads: list[TableLoad],
     report: LoadReport,
@@ -222,7 +224,9 @@ def _load_all(
         frame = read_converted(spark, source, load, where, position, source_ts_us)
         group = f"cdcmirror-load-{load.identifier}"
         with ProgressWatch(spark, group, load.identifier, estimate, ctx.on_progress):
-            done = write_loaded(spark, frame, load, summary(position, source_ts_us, 0), group)
+            done = write_loaded(
+                spark, frame, load, summary(position, source_ts_us, 0), group, ctx.keep_deleted
+            )
         ctx.on_progress(
             TableProgress(load.identifier, estimate, len(where), len(where), done.seconds,
                           rows=done.rows)
@@ -230,7 +234,7 @@ def _load_all(
         _set_loaded(ctx.iceberg, load.identifier, summary(position, source_ts_us, done.rows))
         report.tables.append(
             LoadedTable(load.identifier, done.rows, done.bad, done.example, done.seconds,
-                        len(where))
+                        len(where), done.kept_deleted)
         )  # fmt: skip
 
 
@@ -278,7 +282,7 @@ def _set_loaded(iceberg: Any, identifier: str, text: str) -> None:
     set_properties(iceberg, identifier, {LOAD_PROPERTY: text})
 
 
-class _Leased:
+class Leased:
     """The mirror lease on the tables while they load, renewed every minute."""
 
     def __init__(self, iceberg: Any, identifiers: list[str], lease: Any) -> None:
@@ -286,7 +290,7 @@ class _Leased:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name="load lease", daemon=True)
 
-    def __enter__(self) -> _Leased:
+    def __enter__(self) -> Leased:
         from cdcmirror.catalog.leases import acquire
 
         acquire(self.iceberg, self.identifiers, self.lease)

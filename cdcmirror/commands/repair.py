@@ -1,4 +1,8 @@
-"""``cdcmirror repair``: heal a drifted table without a full reload.
+"""``cdcmirror repair``: heal a drifted table.
+
+A whole table (no ``--keys-from``) of ``[bootstrap] initial_load_min_rows`` rows or more is
+loaded again by Spark (``commands/reload.py``) when no mirror job runs on it; ``--method``
+chooses (``reload`` or ``snapshot``). Otherwise:
 
 Rows to re-read (changed or missing in the mirror) are re-read by Debezium's incremental
 snapshot, requested through the source's signal table and filtered to the drifted keys
@@ -18,8 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcmirror.commands.initial_load import LoadedTable
 from cdcmirror.config import Config
-from cdcmirror.exceptions import ConfigError, ConnectorError
+from cdcmirror.exceptions import ConfigError, ConnectorError, LeaseHeldError, NotLoadableError
+from cdcmirror.load.progress import TableProgress
 from cdcmirror.reconcile.canonical import NULL_MARK, SEPARATOR, RowShape
 from cdcmirror.repair.plan import (
     SIGNAL_TYPE,
@@ -33,6 +39,10 @@ from cdcmirror.source_model import SourceCatalog
 logger = logging.getLogger(__name__)
 
 
+AUTO, RELOAD, SNAPSHOT = "auto", "reload", "snapshot"
+METHODS = (AUTO, RELOAD, SNAPSHOT)
+
+
 @dataclass
 class RepairResult:
     table: str
@@ -40,6 +50,9 @@ class RepairResult:
     reread: int | None  # keys re-read; None = the whole table
     removed: int
     kept: int  # extra keys the source has again (re-read instead)
+    method: str = SNAPSHOT  # how: Debezium's incremental snapshot, or a re-load by Spark
+    reloaded: LoadedTable | None = None  # the re-load's figures
+    start: str = ""  # the re-load's read position, as the source names it
 
 
 def _load_keys(path: Path, identifier: str) -> RepairKeys:
@@ -51,6 +64,70 @@ def _load_keys(path: Path, identifier: str) -> RepairKeys:
 
 
 def repair(
+    config: Config,
+    table: str,
+    keys_from: Path | None,
+    progress: Callable[[str], None],
+    method: str = AUTO,
+    on_progress: Callable[[TableProgress], None] | None = None,
+) -> RepairResult:
+    if keys_from is not None and method == RELOAD:
+        raise ConfigError(
+            "--keys-from repairs the keys of a report through Debezium; --method reload "
+            "loads the whole table again: give one of them"
+        )
+    if keys_from is None and method != SNAPSHOT:
+        reloaded = _reload(config, table, method, progress, on_progress)
+        if reloaded is not None:
+            return reloaded
+    return _reread(config, table, keys_from, progress)
+
+
+def _reload(
+    config: Config,
+    table: str,
+    method: str,
+    progress: Callable[[str], None],
+    on_progress: Callable[[TableProgress], None] | None,
+) -> RepairResult | None:
+    """The re-load by Spark, or None when ``auto`` finds the table small, held by a
+    running mirror job, or with a column Spark cannot load."""
+    from cdcmirror.commands.reload import reload_table
+
+    if method == AUTO:
+        rows = _estimated_rows(config, table)
+        if rows < config.bootstrap.initial_load_min_rows:
+            return None
+    try:
+        report = reload_table(config, table, on_progress or _log_progress, progress)
+    except (LeaseHeldError, NotLoadableError) as exc:
+        if method != AUTO:
+            raise
+        progress(f"re-reading through Debezium instead of re-loading by Spark: {exc}")
+        return None
+    done = report.tables[0]
+    return RepairResult(done.identifier, None, None, 0, 0, RELOAD, done, report.start)
+
+
+def _estimated_rows(config: Config, table: str) -> int:
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.job_tables import load_tables
+    from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.load_reads import estimated_rows
+
+    t = load_tables(config, load_catalog(config), [table])[0]
+    engine = open_engine(config.source)
+    try:
+        return sum(estimated_rows(engine, config.source.dialect, [t.source]).values())
+    finally:
+        engine.dispose()
+
+
+def _log_progress(p: TableProgress) -> None:
+    logger.info("%s", p.text())
+
+
+def _reread(
     config: Config, table: str, keys_from: Path | None, progress: Callable[[str], None]
 ) -> RepairResult:
     from cdcmirror.catalog import load_catalog

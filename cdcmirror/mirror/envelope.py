@@ -34,6 +34,7 @@ from __future__ import annotations
 from cdcmirror import dialects
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
+from cdcmirror.mirror.reload_mark import in_reload_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.sql_text import q, spark_name, sql_string
@@ -64,6 +65,8 @@ JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
 def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
     row = row_struct_ddl(table)
     source = dialects.of(table.dialect).source_fields_ddl
+    if _in_reload(table, "p"):
+        source += ", txId BIGINT"  # which changes the re-loaded rows hold
     body = f"before {row}, after {row}, source STRUCT<{source}>, op STRING, ts_ms BIGINT"
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 
@@ -106,7 +109,7 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         "offset AS _offset",
         "headers AS _headers",
         f"{p}.op AS _cdc_op",
-        f"{position_sql(table.dialect, p)} AS _cdc_position",
+        f"{position_sql(table.dialect, p, _in_reload(table, p))} AS _cdc_position",
         f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
         f"{p} IS NULL AS _unparsed",
         f"env.{UNREADABLE} IS NOT NULL AS _unreadable",
@@ -130,6 +133,16 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         ddl = sql_string(f"STRUCT<{key_ddl}>")
         out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _old_key")
     return out
+
+
+def _in_reload(table: MirrorTable, p: str) -> str | None:
+    """SQL: the change in payload ``p`` is one the table's re-loaded rows hold (PostgreSQL);
+    None when the table has no re-load mark."""
+    d = dialects.of(table.dialect)
+    if table.reloaded is None or not d.slot:
+        return None
+    lsn = d.source_order_sql(p)[-1]  # the change's own LSN
+    return in_reload_sql(table.reloaded, f"{p}.source.txId", lsn)
 
 
 def _misfits(table: MirrorTable, p: str, raw: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cdcmirror import dialects
+from cdcmirror.mirror.reload_mark import IN_RELOAD
 
 
 def newer(a: str, b: str, n: int) -> str:
@@ -155,10 +156,13 @@ def loaded_position(dialect: str, start: tuple[int, ...]) -> list[int]:
     return [0, *dialects.of(dialect).loaded_source_order(start), *LOADED_KAFKA]
 
 
-def position_sql(dialect: str, p: str) -> str:
+def position_sql(dialect: str, p: str, in_reload: str | None = None) -> str:
     """An event's position (``_cdc_position``) from its Debezium payload ``p``: the phase
     (snapshot reads before streamed changes), the source's own order, then the Kafka
-    partition and offset as the last tie-breaker."""
+    partition and offset as the last tie-breaker. ``in_reload``: SQL true for a change the
+    table's re-loaded rows hold, whose phase is then ``IN_RELOAD`` (``reload_mark.py``)."""
     phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
+    if in_reload:
+        phase = f"IF({in_reload}, {IN_RELOAD}, {phase})"
     parts = [phase, *dialects.of(dialect).source_order_sql(p)]
     return f"array({', '.join(parts)}, CAST(partition AS BIGINT), offset)"

@@ -35,6 +35,7 @@ class ExportedSnapshot:
     lsn: int  # the slot's consistent point, where the stream starts
     name: str  # the snapshot to import: SET TRANSACTION SNAPSHOT '<name>'
     taken_us: int  # when, epoch microseconds
+    xids: str = ""  # pg_current_snapshot(): which transactions it sees (no slot only)
 
 
 def lsn_number(text: str) -> int:
@@ -47,25 +48,30 @@ def lsn_number(text: str) -> int:
     return (int(high, 16) << 32) + int(low, 16)
 
 
-@contextmanager
-def exported_slot(url: Any, slot: str) -> Iterator[ExportedSnapshot]:
-    """Create the logical replication slot ``slot`` (pgoutput) and hold its exported
-    snapshot until the block ends. ``url``: the source's SQLAlchemy URL."""
+def _pg_connect(url: Any, what: str, **extra: Any) -> Any:
+    """A psycopg connection (autocommit) to the source at ``url``, its SQLAlchemy URL."""
     import psycopg
 
     try:
-        conn = psycopg.connect(
+        return psycopg.connect(
             host=url.host or "127.0.0.1",
             port=url.port or 5432,
             user=url.username,
             password=url.password or None,
             dbname=url.database,
             autocommit=True,
-            replication="database",
             connect_timeout=10,
+            **extra,
         )
     except psycopg.Error as exc:
-        raise SourceError(f"cannot open a replication connection to the source: {exc}") from None
+        raise SourceError(f"cannot open {what} to the source: {exc}") from None
+
+
+@contextmanager
+def exported_slot(url: Any, slot: str) -> Iterator[ExportedSnapshot]:
+    """Create the logical replication slot ``slot`` (pgoutput) and hold its exported
+    snapshot until the block ends. ``url``: the source's SQLAlchemy URL."""
+    conn = _pg_connect(url, "a replication connection", replication="database")
     try:
         command = f"CREATE_REPLICATION_SLOT {_PG.quote(slot)} LOGICAL pgoutput "
         result = conn.pgconn.exec_((command + "(SNAPSHOT 'export')").encode())
@@ -77,6 +83,27 @@ def exported_slot(url: Any, slot: str) -> Iterator[ExportedSnapshot]:
             )
         values = [(result.get_value(0, i) or b"").decode() for i in range(result.nfields)]
         yield ExportedSnapshot(slot, lsn_number(values[1]), values[2], int(time.time() * 1e6))
+    finally:
+        conn.close()
+
+
+@contextmanager
+def exported_snapshot(url: Any) -> Iterator[ExportedSnapshot]:
+    """Hold a read-only repeatable-read transaction and its exported snapshot until the
+    block ends (no slot: the re-load of ``repair``). ``lsn``: the WAL's insert position read
+    after the snapshot was taken, so every change it sees was written before it."""
+
+    conn = _pg_connect(url, "a connection")
+    try:
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        row = conn.execute(
+            "SELECT pg_export_snapshot(), pg_current_snapshot()::text, "
+            "pg_current_wal_insert_lsn()::text"
+        ).fetchone()
+        assert row is not None
+        yield ExportedSnapshot(
+            "", lsn_number(str(row[2])), str(row[0]), int(time.time() * 1e6), str(row[1])
+        )
     finally:
         conn.close()
 

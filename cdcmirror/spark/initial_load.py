@@ -51,6 +51,7 @@ class Loaded:
     bad: int  # not written: a value did not convert
     example: str | None  # "key: columns" of one such row
     seconds: float
+    kept_deleted: int = 0  # rows the table had and the load did not, kept as deleted
 
 
 def read_converted(
@@ -81,8 +82,13 @@ def read_converted(
     )
 
 
-def write_loaded(spark: Any, frame: Any, load: TableLoad, summary: str, group: str) -> Loaded:
-    """Replace the table's rows with ``frame``'s good ones, in one commit."""
+def write_loaded(
+    spark: Any, frame: Any, load: TableLoad, summary: str, group: str, keep_deleted: bool = False
+) -> Loaded:
+    """Replace the table's rows with ``frame``'s good ones, in one commit; with
+    ``keep_deleted`` (a soft re-load) the rows it had that the load does not have follow in
+    a second commit, marked deleted. A column of the table the load does not read (the
+    source dropped it) is NULL."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -97,7 +103,8 @@ def write_loaded(spark: Any, frame: Any, load: TableLoad, summary: str, group: s
             "example"
         ),
     )
-    good = observed.where("_load_error IS NULL").drop("_load_error")
+    good = _aligned(spark, observed.where("_load_error IS NULL").drop("_load_error"), load)
+    before = _current_snapshot(spark, load.identifier) if keep_deleted else None
     started = time.monotonic()
     sc = spark.sparkContext
     sc.setJobGroup(group, f"cdcmirror initial load of {load.identifier}")
@@ -107,6 +114,7 @@ def write_loaded(spark: Any, frame: Any, load: TableLoad, summary: str, group: s
             .option(f"snapshot-property.{SUMMARY_PROPERTY}", summary)
             .overwrite(F.lit(True))
         )
+        kept = _keep_deleted(spark, load, key, before) if before is not None else 0
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
@@ -117,7 +125,47 @@ def write_loaded(spark: Any, frame: Any, load: TableLoad, summary: str, group: s
         bad=bad,
         example=metrics.get("example"),
         seconds=time.monotonic() - started,
+        kept_deleted=kept,
     )
+
+
+def _aligned(spark: Any, frame: Any, load: TableLoad) -> Any:
+    """``frame`` with the table's columns, in its order: NULL for one the load has not."""
+    from pyspark.sql import functions as F
+
+    have = set(frame.columns)
+    return frame.select(
+        *[
+            F.col(q(f.name)) if f.name in have else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in spark.table(spark_name(load.identifier)).schema.fields
+        ]
+    )
+
+
+def _current_snapshot(spark: Any, identifier: str) -> int | None:
+    row = spark.sql(
+        f"SELECT snapshot_id FROM {spark_name(identifier)}.refs WHERE name = 'main'"
+    ).first()
+    return None if row is None else int(row[0])
+
+
+def _keep_deleted(spark: Any, load: TableLoad, key: Sequence[str], before: int) -> int:
+    """Append the rows the table had at snapshot ``before`` whose key the load has not,
+    as deleted rows (kept deleted ones unchanged)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    name = spark_name(load.identifier)
+    on = " AND ".join(f"o.{q(k)} <=> n.{q(k)}" for k in key)
+    gone = spark.sql(
+        f"SELECT o.* FROM {name} VERSION AS OF {int(before)} o LEFT ANTI JOIN {name} n ON {on}"
+    )
+    gone = gone.withColumn("_cdc_op", F.expr("IF(_cdc_deleted, _cdc_op, 'd')")).withColumn(
+        "_cdc_deleted", F.lit(True)
+    )
+    seen = Observation(f"kept deleted {load.identifier}")
+    gone.observe(seen, F.expr("count(*)").alias("rows")).writeTo(name).append()
+    return int(seen.get.get("rows") or 0)
 
 
 class ProgressWatch:

@@ -40,6 +40,7 @@ from cdcmirror.mirror.positions import (
     position_literal,
     source_length,
 )
+from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
 from cdcmirror.spark import commits
@@ -116,6 +117,8 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
         # for 1,000 bad events)
         dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw).localCheckpoint(eager=True)
     applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
+    if table.reloaded is not None:  # changes the re-loaded rows hold: dropped
+        applied = applied.where(f"_cdc_position[0] <> {IN_RELOAD}")
     truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
