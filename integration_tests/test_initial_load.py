@@ -168,7 +168,8 @@ def _drift(spark: Any, items: str, pairs: str) -> None:
 def _reload_repairs(loaded: Loaded, world: SparkWorld) -> None:
     """`repair --method reload` re-loads both tables by Spark while the source keeps
     changing and changes wait in Kafka unapplied; after the mirror caught up, both equal
-    the source. A mirror job holding a table's lease makes the re-load refuse."""
+    the source. A mirror job holding a table's lease makes the re-load refuse (``auto``
+    turns to Debezium's path then)."""
     from cdcmirror.catalog import load_catalog
     from cdcmirror.catalog.leases import acquire, my_lease, release
 
@@ -184,9 +185,14 @@ def _reload_repairs(loaded: Loaded, world: SparkWorld) -> None:
     acquire(catalog, [items], lease)
     try:
         held = run_cli(m.config_path, "repair", "--table", "items", "--method", "reload")
+        big = {"CDCMIRROR_BOOTSTRAP__INITIAL_LOAD_MIN_ROWS": "1"}
+        auto = run_cli(m.config_path, "repair", "--table", "items", env=big)
     finally:
         release(catalog, [items], lease)
     assert held.exit_code == 2 and "being mirrored by another cdcmirror job" in held.output
+    # auto: big enough for a re-load, but held: Debezium's path (no signal table here)
+    assert "re-reading through Debezium instead of re-loading by Spark" in auto.output
+    assert auto.exit_code == 2 and "has no Debezium signal table" in auto.output, auto.output
     with changing(m.workload.run, pairs.run):
         for table in ("items", "pairs"):
             result = run_cli(
