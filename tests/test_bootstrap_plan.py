@@ -154,3 +154,15 @@ def test_table_name_collision_is_a_config_error(tmp_path: Path) -> None:
     b = replace(ORDERS, schema="sales")
     with pytest.raises(ConfigError, match=r"\{schema\}__\{table\}"):
         _desired(load_config(environ={}, cwd=tmp_path), _catalog(a, b))
+
+
+def test_tables_are_written_zstd_compressed_and_older_ones_are_changed() -> None:
+    """Iceberg's Java writer reads a table without a codec as gzip: every table says zstd,
+    and a table bootstrap made before gets it on the next bootstrap."""
+    d = desired_table(_catalog(ORDERS), ORDERS, "ns")
+    assert d.properties["write.parquet.compression-codec"] == "zstd"
+    existing = _existing({}, ("id",))
+    del existing.properties["write.parquet.compression-codec"]
+    plan = plan_table(d, existing)
+    assert plan.action == "alter"
+    assert plan.set_properties == {"write.parquet.compression-codec": "zstd"}

@@ -21,6 +21,7 @@ from cdcmirror.table_properties import (
     KEY_PROPERTY,
     MODE_PROPERTY,
     SOURCE_PROPERTY,
+    WRITE_DEFAULTS,
 )
 from cdcmirror.typemap import DECIMAL, MappingOptions, map_column
 
@@ -181,6 +182,7 @@ def desired_table(
     mode = "upsert" if table.key else "append"
     properties = {
         **MERGE_ON_READ,
+        **WRITE_DEFAULTS,
         SOURCE_PROPERTY: f"{catalog.flavor}:{table.qualified}",
         KEY_PROPERTY: table.key_source,
         MODE_PROPERTY: mode,

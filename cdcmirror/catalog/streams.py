@@ -25,7 +25,7 @@ from cdcmirror.catalog.types import to_iceberg, to_spec
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.streams.schema import KAFKA_COLUMNS, KAFKA_NAMES
 from cdcmirror.streams.spec import StreamSpec, stream_dict
-from cdcmirror.table_properties import STREAM_PROPERTY
+from cdcmirror.table_properties import STREAM_PROPERTY, WRITE_DEFAULTS
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ def create_stream_table(
             "write.delete.mode": "merge-on-read",
             "write.update.mode": "merge-on-read",
             "write.merge.mode": "merge-on-read",
+            **WRITE_DEFAULTS,
             STREAM_PROPERTY: json.dumps(stream_dict(spec), sort_keys=True),
         },
     )
@@ -111,3 +112,14 @@ def add_stream_columns(catalog: Any, identifier: str, columns: list[IcebergColum
         for c in columns:
             update.add_column(c.name, to_iceberg(c.type), doc=c.doc or "added by the mirror")
     logger.info("%s: added %s", identifier, ", ".join(f"{c.name} {c.type}" for c in columns))
+
+
+def keep_write_defaults(catalog: Any, identifier: str) -> None:
+    """Set the write defaults (``WRITE_DEFAULTS``) a stream table made before them lacks."""
+    from cdcmirror.catalog.mirrored import set_properties
+
+    have = catalog.load_table(identifier).properties
+    missing = {k: v for k, v in WRITE_DEFAULTS.items() if have.get(k) != v}
+    if missing:
+        set_properties(catalog, identifier, missing)
+        logger.info("set %s on stream table %s", ", ".join(sorted(missing)), identifier)

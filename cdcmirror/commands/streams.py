@@ -150,7 +150,11 @@ def plan_streams(config: Config, catalog: Any) -> list[StreamPlan]:
 
 
 def apply_stream_plans(config: Config, catalog: Any, plans: list[StreamPlan]) -> None:
-    from cdcmirror.catalog.streams import add_stream_columns, create_stream_table
+    from cdcmirror.catalog.streams import (
+        add_stream_columns,
+        create_stream_table,
+        keep_write_defaults,
+    )
     from cdcmirror.catalog.tables import ensure_namespace
 
     version = config.iceberg.format_version
@@ -158,8 +162,10 @@ def apply_stream_plans(config: Config, catalog: Any, plans: list[StreamPlan]) ->
         if p.action == "create":
             ensure_namespace(catalog, p.identifier.rsplit(".", 1)[0])
             create_stream_table(catalog, p.identifier, p.spec, p.columns, version)
-        elif p.action == "add columns":
+            continue
+        if p.action == "add columns":
             add_stream_columns(catalog, p.identifier, p.added)
+        keep_write_defaults(catalog, p.identifier)
 
 
 def stream_tables(config: Config, catalog: Any) -> list[StreamTable]:
