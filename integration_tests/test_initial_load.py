@@ -247,3 +247,27 @@ def test_mariadb_reload_repairs_drift_while_changing(
 ) -> None:
     """`repair --method reload` on MariaDB: key ranges read from the binlog's position on."""
     _reload_repairs(maria_loaded, spark_world)
+
+
+def test_postgresql_reload_after_a_truncate_the_mirror_applied(
+    pg_loaded: Loaded, spark_world: SparkWorld
+) -> None:
+    """The mirror applied a TRUNCATE (the table keeps its position); changes committed
+    after it wait unapplied when the table is re-loaded. They are the re-load's, dropped,
+    not taken for a restarted source history that the TRUNCATE's position would stop."""
+    m, pairs, spark = pg_loaded.m, pg_loaded.pairs, spark_world.spark
+    with services.pg_connect() as conn:
+        conn.execute(f"TRUNCATE {pairs.table}")
+    pairs.keys = []
+    pairs.run(40)
+    sc.settle(m)
+    m.mirror()
+    pair_table = f"{m.name}_mirror.pairs"
+    _pairs_rows(pairs, spark, pair_table)
+    pairs.run(60)  # after the TRUNCATE, before the re-load: the re-load holds them
+    result = run_cli(m.config_path, "repair", "--table", "pairs", "--method", "reload")
+    assert result.exit_code == 0, result.output
+    pairs.run(30)
+    sc.settle(m)
+    m.mirror()
+    _pairs_rows(pairs, spark, pair_table)

@@ -95,6 +95,8 @@ class TableBatch:
 def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     """Apply the decoded events; the batch's dead letters of this table (or None)."""
     table, stats = tb.table, tb.stats
+    if table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
+        decoded = decoded.where(f"_cdc_position IS NULL OR _cdc_position[0] <> {IN_RELOAD}")
     with stats.phase("decode"):
         agg = _aggregate(decoded, table)
     if tb.read_once:
@@ -117,8 +119,6 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
         # for 1,000 bad events)
         dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw).localCheckpoint(eager=True)
     applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
-    if table.reloaded is not None:  # changes the re-loaded rows hold: dropped
-        applied = applied.where(f"_cdc_position[0] <> {IN_RELOAD}")
     truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
