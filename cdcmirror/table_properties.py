@@ -19,6 +19,13 @@ LEASE_PROPERTY = "cdcmirror.lease"  # the mirror job that holds the table (mirro
 LOAD_PROPERTY = "cdcmirror.initial-load"  # "pending" until the Spark load, then its summary
 STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for
 
+# Row-level changes write delete files, not rewritten data files (every table cdcmirror makes)
+MERGE_ON_READ = {
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
 # Written on every table cdcmirror creates. Iceberg's Java API writes zstd on the tables it
 # creates (since 1.4) and reads a table without the property as gzip; pyiceberg, which
 # creates cdcmirror's tables, writes none, so Spark wrote them gzip-compressed: a load of

@@ -19,18 +19,12 @@ from cdcmirror.source_model import SourceCatalog, SourceTable
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
     KEY_PROPERTY,
+    MERGE_ON_READ,
     MODE_PROPERTY,
     SOURCE_PROPERTY,
     WRITE_DEFAULTS,
 )
 from cdcmirror.typemap import DECIMAL, MappingOptions, map_column
-
-MERGE_ON_READ = {
-    "write.delete.mode": "merge-on-read",
-    "write.update.mode": "merge-on-read",
-    "write.merge.mode": "merge-on-read",
-}
-
 
 MONEY_SCALE = 2  # money.fraction.digits in the PostgreSQL connector
 

@@ -25,7 +25,7 @@ from cdcmirror.catalog.types import to_iceberg, to_spec
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.streams.schema import KAFKA_COLUMNS, KAFKA_NAMES
 from cdcmirror.streams.spec import StreamSpec, stream_dict
-from cdcmirror.table_properties import STREAM_PROPERTY, WRITE_DEFAULTS
+from cdcmirror.table_properties import MERGE_ON_READ, STREAM_PROPERTY, WRITE_DEFAULTS
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +77,7 @@ def create_stream_table(
         partition_spec=_partition_spec(spec, schema),
         properties={
             "format-version": str(format_version),
-            "write.delete.mode": "merge-on-read",
-            "write.update.mode": "merge-on-read",
-            "write.merge.mode": "merge-on-read",
+            **MERGE_ON_READ,
             **WRITE_DEFAULTS,
             STREAM_PROPERTY: json.dumps(stream_dict(spec), sort_keys=True),
         },

@@ -164,14 +164,19 @@ def _load_postgresql(
         logger.warning("dropped replication slot %s left by an earlier bootstrap", slot)
     with exported_slot(ctx.url, slot) as snap:
         report.start = f"replication slot {slot} at LSN {snap.lsn:X}"
-        init = (
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-            f"SET TRANSACTION SNAPSHOT '{snap.name}'; {dialects.of('postgresql').session_init}"
-        )
+        init = snapshot_session_init(snap.name)
         position = loaded_position("postgresql", (snap.lsn,))
         load_all(ctx, loads, report, init, position, snap.taken_us)
     logger.info("registering connector %s (it streams from slot %s)", connector, slot)
     return register()
+
+
+def snapshot_session_init(snapshot: str) -> str:
+    """PostgreSQL: what each JDBC read runs first to read inside the exported ``snapshot``."""
+    return (
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+        f"SET TRANSACTION SNAPSHOT '{snapshot}'; {dialects.of('postgresql').session_init}"
+    )
 
 
 def _load_mysql(

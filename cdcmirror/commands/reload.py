@@ -32,6 +32,7 @@ from cdcmirror.commands.initial_load import (
     LoadContext,
     LoadReport,
     load_all,
+    snapshot_session_init,
     table_load,
 )
 from cdcmirror.config import Config
@@ -127,11 +128,8 @@ def _read_at_fixed_start(ctx: LoadContext, load: Any, report: LoadReport) -> Non
     if d.slot:
         with exported_snapshot(ctx.url) as snap:
             report.start = f"exported snapshot {snap.name} at LSN {snap.lsn:X}"
-            init = (
-                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                f"SET TRANSACTION SNAPSHOT '{snap.name}'; {d.session_init}"
-            )
             position = loaded_position(ctx.dialect, (snap.lsn,))
+            init = snapshot_session_init(snap.name)
             load_all(ctx, [load], report, init, position, snap.taken_us)
         # committed rows first: a mark on rows not written would drop changes they lack
         mark = from_snapshot(snap.xids, snap.lsn)
