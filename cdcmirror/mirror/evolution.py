@@ -142,6 +142,41 @@ def known_schema_sql(known: list[str]) -> str:
     return f"({' OR '.join(tests) or 'false'})"
 
 
+def payload_text_sql(parts: list[str]) -> str:
+    """Per JSON Kafka row: the text its envelope is parsed from. A value that starts with
+    one of the schema ``parts`` (``distinct_schemas_sql``) is given as ``{"payload":`` and
+    the rest of the value after its schema: ``from_json`` then reads a few hundred bytes,
+    not the kilobytes of schema before the payload, which the envelope's parse skips anyway.
+    Only a part that is a JSON object's one member, ``"schema"``, is cut (the value's parse
+    is then the same either way); any other value is parsed whole.
+
+    >>> when, then = payload_text_sql(['{"schema":{}', '{"schema":{}}']).split(" THEN ")
+    >>> print(when)
+    CASE WHEN startswith(CAST(value AS STRING), '{"schema":{},"payload":')
+    >>> print(then)
+    concat('{', CAST(substring(value, 14) AS STRING)) ELSE CAST(value AS STRING) END
+    >>> payload_text_sql([])
+    'CAST(value AS STRING)'
+    """
+    value = "CAST(value AS STRING)"
+    cases = [
+        f"WHEN startswith({value}, {sql_string(part + PAYLOAD_MARK)}) "
+        f"THEN concat('{{', CAST(substring(value, {len(part.encode('utf-8')) + 2}) AS STRING))"
+        for part in sorted(set(parts))
+        if _schema_only(part)
+    ]
+    return f"CASE {' '.join(cases)} ELSE {value} END" if cases else value
+
+
+def _schema_only(part: str) -> bool:
+    """``part`` and a closing brace are a JSON object of one member, ``schema``."""
+    try:
+        value = json.loads(part + "}")
+    except ValueError:
+        return False
+    return isinstance(value, dict) and list(value) == ["schema"]
+
+
 def distinct_schemas_sql(kind: str, rows: str = "true") -> str:
     """Aggregate over a batch's Kafka rows (JSON: with the ``envelope.UTF8`` column): the
     distinct row schemas, as text or ids.

@@ -181,9 +181,8 @@ class Applier:
                 raw.unpersist()
 
     def _read_once(self, df: Any, batch_id: int, started: float) -> bool:
-        """Apply a batch of one CDC table's events in known row schemas, read from Kafka by
-        its decode (``spark/single_pass.py``); False: the batch is not one, or it holds a
-        new row schema (nothing of it written)."""
+        """Apply a batch of one CDC table's events in known row schemas, read by its decode
+        (``spark/single_pass.py``); False: not one, or a new row schema (nothing written)."""
         known = self._known if self._kind == "json" else None
         one = one_table(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
         if one is None:
@@ -316,10 +315,11 @@ class Applier:
             rejected, events = reject_schemas(
                 events, self._kind, table, verdict.rejected, raw_dead, stats
             )
-            known = sorted(parts["schemas"]) if parts.get("read_once") else None
+            seen = sorted(parts["schemas"])  # the batch's row schemas
+            known = seen if parts.get("read_once") else None
             if known is None and self._kind == "json":
                 self._known.learn(table, parts["schemas"], not verdict.rejected)
-            decoded = decode_events(events, table, self.options.schemas, self._avro_on, known)
+            decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
             decoded = decoded.persist()
             try:
                 batch = self._table_batch(events, batch_id, table, stats, known is not None)

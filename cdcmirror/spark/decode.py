@@ -18,7 +18,7 @@ from cdcmirror.mirror.envelope import (
     raw_rows_sql,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import NEW_SCHEMA, known_schema_sql
+from cdcmirror.mirror.evolution import NEW_SCHEMA, known_schema_sql, payload_text_sql
 from cdcmirror.mirror.spec import MirrorTable
 
 
@@ -36,18 +36,28 @@ def with_utf8_check(records: Any) -> Any:
 
 
 def decode_events(
-    events: Any, table: MirrorTable, schemas: bool, avro: bool, known: list[str] | None = None
+    events: Any,
+    table: MirrorTable,
+    schemas: bool,
+    avro: bool,
+    known: list[str] | None = None,
+    parts: list[str] | None = None,
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
     ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
     ``known``: its row schemas the table took, an event of another one is marked
-    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``)."""
+    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row schemas
+    (JSON with schemas: its events are parsed from their payloads,
+    ``evolution.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
     error = "_decode_error" if avro else NOT_UTF8_SQL
     if known is not None:
         error = f"coalesce({error}, IF({known_schema_sql(known)}, NULL, '{NEW_SCHEMA}'))"
-    text = F.col("_json") if avro else F.col("value").cast("string")
+    if avro:
+        text = F.col("_json")
+    else:
+        text = F.expr(payload_text_sql(parts or []) if schemas else "CAST(value AS STRING)")
     parsed = events.withColumn(
         "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
     ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))

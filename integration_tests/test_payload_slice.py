@@ -1,0 +1,89 @@
+"""A JSON-with-schemas event whose value starts with a schema part of its batch is parsed
+from its payload only (``evolution.payload_text_sql``): the recorded Debezium events
+(``fixtures/debezium/``) and values broken in every way near the cut decode to exactly
+the rows, errors and flags of the parse of the whole value, on a local Spark."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdcmirror.mirror.evolution import PAYLOAD_MARK, distinct_schemas_sql, payload_text_sql
+from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
+from integration_tests.conftest import SparkWorld
+from integration_tests.test_golden_events import FIXTURES, kafka_records, mirror_table
+
+JSON_FIXTURES = [FIXTURES / "postgresql-json.json", FIXTURES / "mysql-json.json"]
+
+
+def both_ways(spark: Any, data: dict[str, Any], records: list[dict[str, Any]]) -> Any:
+    """The batch's schema parts, and its rows decoded from whole values and from payloads."""
+    register_functions(spark)
+    table = mirror_table(data["table"])
+    events = with_utf8_check(kafka_records(spark, records).where("value IS NOT NULL"))
+    found = events.selectExpr(f"explode({distinct_schemas_sql('json')})").collect()
+    parts = sorted(str(r[0]) for r in found)
+
+    def rows(cut: list[str] | None) -> list[str]:
+        out = decode_events(events, table, True, False, parts=cut).orderBy("_offset")
+        return [repr(r.asDict(recursive=True)) for r in out.collect()]
+
+    return parts, rows(None), rows(parts)
+
+
+def broken(value: str, part: str) -> list[str]:
+    """``value`` (a schema part, the payload mark, the payload, ``}``) broken near the cut."""
+    payload = value[len(part) + len(PAYLOAD_MARK) : -1]
+    parsed = json.loads(payload)
+    row = parsed.get("after") or parsed.get("before") or parsed  # a truncate has no row
+    row[next(iter(k for k in row if k != "op"))] = {"a": "row"}  # where a value belongs
+    misfit = json.dumps(parsed, separators=(",", ":"))
+    head = part + PAYLOAD_MARK
+    return [
+        value[:-7],  # cut short
+        value + "x",  # junk after the object
+        value + " ",  # white space after it
+        value[:-1] + ',"extra":1}',  # a member after the payload
+        value[:-1] + ',"payload":{"op":"d"}}',  # a second payload
+        head + '"text"}',  # a payload that is no object
+        head + "}",  # no payload at all
+        head + misfit + "}",  # a value that does not fit its column
+        head + payload + " }",  # white space before the closing brace
+        '{"x":1,' + value[1:],  # a part of two members: parsed whole
+    ]
+
+
+@pytest.mark.parametrize("path", JSON_FIXTURES, ids=lambda p: p.stem)
+def test_recorded_events_decode_the_same_from_their_payload(
+    spark_world: SparkWorld, path: Path
+) -> None:
+    data = json.loads(path.read_text())
+    parts, whole, cut = both_ways(spark_world.spark, data, data["records"])
+    sql = payload_text_sql(parts)
+    assert parts and sql.count(" WHEN ") == len(parts), parts  # every part is cut
+    assert cut == whole
+    assert all("'_error': None" in r for r in cut)
+
+
+@pytest.mark.parametrize("path", JSON_FIXTURES, ids=lambda p: p.stem)
+def test_broken_values_decode_the_same_from_their_payload(
+    spark_world: SparkWorld, path: Path
+) -> None:
+    data = json.loads(path.read_text())
+    records: list[dict[str, Any]] = []
+    values = [r for r in data["records"] if r["value"] is not None]
+    for r in values:
+        value = base64.b64decode(r["value"]).decode("utf-8")
+        part = value[: value.index(PAYLOAD_MARK)]
+        for text in [value, *broken(value, part)]:
+            encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+            records.append({**r, "value": encoded, "offset": len(records)})
+    parts, whole, cut = both_ways(spark_world.spark, data, records)
+    assert 1 <= payload_text_sql(parts).count(" WHEN ") < len(parts)  # not every part cut
+    assert cut == whole
+    errors = sum("'_error': None" not in r for r in cut)
+    assert errors >= 4 * len(values), errors  # the broken ones are refused, both ways
