@@ -99,7 +99,8 @@ def _decimal_expr(w: str, precision: int, scale: int) -> str:
     The bytes (1 to 16: no bytes is no number) are sign-extended to 32 hex digits. A negative
     value is turned into its magnitude (invert the digits, add one) so every partial sum
     stays within the value itself: ``hi * 2^64 + lo`` with both halves unsigned (``conv``),
-    exact in 38 digits.
+    exact in 38 digits. Up to 8 bytes are read as one signed 64-bit number instead (a
+    signed ``conv``: about half the work); more bytes take the long way.
     """
     b = base64_sql(w)
     neg = f"(substr(hex({b}), 1, 1) >= '8')"
@@ -109,10 +110,14 @@ def _decimal_expr(w: str, precision: int, scale: int) -> str:
     lo = f"CAST(conv(substr({m}, 17, 16), 16, 10) AS DECIMAL(38,0))"
     magnitude = f"({hi} * 18446744073709551616BD + {lo} + IF({neg}, 1, 0))"
     text = f"concat(IF({neg}, '-', ''), CAST({magnitude} AS STRING), 'E-{scale}')"
-    return (
+    wide = (
         f"IF(length({b}) NOT BETWEEN 1 AND {MAX_EXPR_DECIMAL_BYTES}, NULL, "
         f"CAST({text} AS DECIMAL({precision},{scale})))"
     )
+    # 1 to 8 bytes (every value of up to 18 digits) are a 64-bit two's complement number
+    signed = f"conv(lpad(hex({b}), 16, IF({neg}, 'F', '0')), 16, -10)"
+    narrow = f"CAST(concat({signed}, 'E-{scale}') AS DECIMAL({precision},{scale}))"
+    return f"IF(length({b}) BETWEEN 1 AND 8, {narrow}, {wide})"
 
 
 GREGORIAN_START_MICROS = -12219292800000000  # 1582-10-15T00:00:00Z
