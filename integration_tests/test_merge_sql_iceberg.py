@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cdcmirror.mirror.merge_sql import merge_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld
 
 TABLE = MirrorTable(
@@ -240,3 +241,38 @@ def test_events_behind_a_truncate_of_another_history_are_counted(
     ).first()[0]
     assert got == 1
     assert spark.sql("SELECT " + behind_truncate_sql([], None, 4)).first()[0] == 0
+
+
+def test_a_merge_without_inserts_changes_what_the_full_merge_changes(
+    spark_world: SparkWorld,
+) -> None:
+    """A batch with no ``insert`` change (and, with soft deletes, no delete) is MERGEd
+    without a NOT MATCHED branch (``inserts=False``): the same rows as the full MERGE, an
+    update of a row deleted meanwhile and a stale one change nothing, and the plan joins
+    the table without keeping its side whole (no right outer join)."""
+    spark = spark_world.spark
+    rows = (
+        "(1, 'changed', 'u', array(1, 1, 50, 0, 0, 7), current_timestamp(), 'update'), "
+        "(2, NULL, 'd', array(1, 1, 51, 0, 0, 8), current_timestamp(), 'delete'), "
+        "(3, 'stale', 'u', array(0, 0, 0, 0, 0), current_timestamp(), 'update'), "
+        "(7, 'gone', 'u', array(1, 1, 52, 0, 0, 9), current_timestamp(), 'update')"
+    )
+    spark.sql(CHANGES.format(rows=rows)).createOrReplaceTempView("merge_it_changes")
+    found = []
+    for inserts in (True, False):
+        target = f"merge_it.no_inserts_{int(inserts)}"
+        _setup(spark, target)
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in MERGE_ON_READ.items())
+        spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({props})")  # as mirror tables
+        spark.sql(
+            f"INSERT INTO {target} SELECT id, 'old', 'r', array(0, 0, 0, 0, id), "
+            f"current_timestamp(), false FROM range(1, 6)"
+        )
+        sql = merge_sql(TABLE, target, "merge_it_changes", soft=False, inserts=inserts)
+        assert ("NOT MATCHED" in sql) is inserts
+        spark.sql(sql)
+        query = f"SELECT id, name FROM {target} ORDER BY id"
+        found.append([tuple(r) for r in spark.sql(query).collect()])
+        plan = spark.sql(f"EXPLAIN {sql}").first()[0]
+        assert ("RightOuter" in plan) is inserts, plan  # the table's side kept whole, or not
+    assert found[0] == found[1] == [(1, "changed"), (3, "old"), (4, "old"), (5, "old")]

@@ -25,7 +25,7 @@ from cdcmirror.mirror.evolution import plan_evolution, row_fields
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
 from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
-from cdcmirror.mirror.toast import toastable, unavailable_sql
+from cdcmirror.mirror.toast import placeholder_sql, toastable, unavailable_sql
 from cdcmirror.table_properties import CARRIERS_PROPERTY
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
@@ -151,6 +151,18 @@ def test_position_guard_compares_only_the_source_part() -> None:
     assert "THEN DELETE" in sql and "IF(s.`_t_note`, t.`note`, s.`note`)" in sql
     soft = merge_sql(table(), "t", "c", soft=True)
     assert "_cdc_deleted = true" in soft and "THEN DELETE" not in soft
+
+
+def test_a_batch_without_placeholders_or_inserts_merges_without_those_branches() -> None:
+    """No change carries an unchanged-TOAST placeholder: no stored value is read; no change
+    inserts: no NOT MATCHED branch (both executed on Iceberg by the integration tests)."""
+    plain = merge_sql(table(), "t", "c", soft=False, placeholders=False)
+    assert "`note` = s.`note`" in plain and "t.`note`" not in plain and "_t_note" not in plain
+    assert "NOT MATCHED" in plain
+    updates = merge_sql(table(), "t", "c", soft=False, inserts=False)
+    assert "NOT MATCHED" not in updates and "IF(s.`_t_note`, t.`note`, s.`note`)" in updates
+    assert placeholder_sql(table()) == "(`_t_note`)"
+    assert placeholder_sql(table(flavor="mariadb")) == "false"
 
 
 def test_toast_columns_and_dedupe_only_for_postgresql() -> None:

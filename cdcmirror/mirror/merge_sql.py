@@ -117,15 +117,22 @@ def merge_sql(
     changes: str,
     soft: bool,
     bounds: Bounds | None = None,
+    inserts: bool = True,
+    placeholders: bool = True,
 ) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
     classified ``insert`` is inserted: an ``update`` whose row another writer deleted since
     the classification must not come back through the insert branch. ``bounds``: the
-    batch's key range, so that the scan of the table skips files outside it."""
+    batch's key range, so that the scan of the table skips files outside it. ``inserts``
+    False: no change inserts a row (none is classified ``insert``, and with soft deletes
+    none is a delete, whose absent row gets a stub), so the MERGE has no NOT MATCHED
+    branch, which would have Spark join the whole table's side of it (an outer join).
+    ``placeholders`` False: no change carries an unchanged-TOAST placeholder, so no stored
+    value is read (``toast.kept_sql`` would have the scan read those columns of every row)."""
     n = source_length(table.dialect)
     guard = newer("s._cdc_position", "t._cdc_position", n)
-    toast = set(toastable(table))
+    toast = set(toastable(table)) if placeholders else set()
     cdc_set = (
         "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
     )
@@ -151,14 +158,16 @@ def merge_sql(
     else:
         on_delete = "DELETE"
         absent = ""
+    inserted = (
+        f" WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({columns}) "
+        f"VALUES ({insert_values}, false){absent}"
+    )
     return (
         f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
         f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
         f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
-        f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false "
-        f"WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({columns}) "
-        f"VALUES ({insert_values}, false){absent}"
+        f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false" + (inserted if inserts else "")
     )
 
 

@@ -115,6 +115,13 @@ def filled_sql(c: str, key_changes: bool) -> list[str]:
     ]
 
 
+def placeholder_sql(table: MirrorTable) -> str:
+    """Over decoded changes: the change carries an unchanged-TOAST placeholder in some column
+    (a batch without one is MERGEd without reading the stored values, ``kept_sql``)."""
+    flags = [q("_t_" + c) for c in toastable(table)]
+    return f"({' OR '.join(flags)})" if flags else "false"
+
+
 def kept_sql(c: str) -> str:
     """The MERGE's ``UPDATE SET`` of ``c``: the stored value when the change carries the
     placeholder."""

@@ -42,6 +42,7 @@ from cdcmirror.mirror.positions import (
 )
 from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast import placeholder_sql
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
@@ -214,7 +215,10 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
         )
         effective.createOrReplaceTempView(view + "_effective")
         with stats.phase("merge"):
-            tb.commit(merge_sql(table, target, view + "_effective", tb.soft, bounds), data=True)
+            inserts = bool(stats.inserts or (tb.soft and stats.deletes))
+            kept = bool(counts["placeholders"])
+            sql = merge_sql(table, target, view + "_effective", tb.soft, bounds, inserts, kept)
+            tb.commit(sql, data=True)
     # After the MERGE: a crash in between is healed by the re-run of this batch, which
     # finds the row gone and records the tombstone then ("absent").
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
@@ -266,6 +270,7 @@ def _count_exprs(table: MirrorTable) -> list[Any]:
         *(F.expr(f"count_if(_action = '{a}')").alias(a) for a in ACTIONS),
         F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
         F.expr("count_if(_backwards)").alias("backwards"),
+        F.expr(f"count_if({placeholder_sql(table)})").alias("placeholders"),
     ]
 
 
@@ -285,4 +290,4 @@ def _count_actions(
     stats.updates = counts.get("update", 0)
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
-    return {**counts, "unknown": int(metrics["unknown"])}
+    return {**counts, "unknown": int(metrics["unknown"]), "placeholders": metrics["placeholders"]}
