@@ -137,9 +137,13 @@ def known_schema_sql(known: list[str]) -> str:
     >>> known_schema_sql([])
     '(false)'
     """
-    value = "CAST(value AS STRING)"
-    tests = [f"startswith({value}, {sql_string(k + PAYLOAD_MARK)})" for k in sorted(known)]
+    tests = [_starts_with_sql(k) for k in sorted(known)]
     return f"({' OR '.join(tests) or 'false'})"
+
+
+def _starts_with_sql(part: str) -> str:
+    """Per JSON Kafka row: its value starts with the schema ``part`` and the payload mark."""
+    return f"startswith(CAST(value AS STRING), {sql_string(part + PAYLOAD_MARK)})"
 
 
 def payload_text_sql(parts: list[str]) -> str:
@@ -160,7 +164,7 @@ def payload_text_sql(parts: list[str]) -> str:
     """
     value = "CAST(value AS STRING)"
     cases = [
-        f"WHEN startswith({value}, {sql_string(part + PAYLOAD_MARK)}) "
+        f"WHEN {_starts_with_sql(part)} "
         f"THEN concat('{{', CAST(substring(value, {len(part.encode('utf-8')) + 2}) AS STRING))"
         for part in sorted(set(parts))
         if _schema_only(part)

@@ -290,4 +290,5 @@ def _count_actions(
     stats.updates = counts.get("update", 0)
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
-    return {**counts, "unknown": int(metrics["unknown"]), "placeholders": metrics["placeholders"]}
+    placeholders = int(metrics["placeholders"])
+    return {**counts, "unknown": int(metrics["unknown"]), "placeholders": placeholders}
