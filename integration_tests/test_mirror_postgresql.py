@@ -522,14 +522,20 @@ def test_new_column_on_a_multi_partition_topic(
         fixture.close()
 
 
+@pytest.mark.parametrize("fmt", ["json", "avro"])
 def test_batches_read_once_meet_a_new_column(
-    stack: Stack, postgres: None, spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
+    stack: Stack,
+    postgres: None,
+    spark_world: SparkWorld,
+    caplog: pytest.LogCaptureFixture,
+    fmt: str,
 ) -> None:
     """Batches of 60 events of one table: after the job's first, each is read from Kafka
-    once by its decode (no first look) while its row schemas are ones the job applied (kept
-    in the checkpoint from run to run). The batch whose events carry a new column writes
-    nothing that way and is applied the usual way: the column is added, every value kept."""
-    fixture = mirrored(spark_world, "json", 150, mirror_settings={"max_events_per_batch": 60})
+    once by its decode (no first look) while its row schemas (Avro: schema ids) are ones the
+    job applied (kept in the checkpoint from run to run). The batch whose events carry a new
+    column writes nothing that way and is applied the usual way: the column is added, every
+    value kept."""
+    fixture = mirrored(spark_world, fmt, 150, mirror_settings={"max_events_per_batch": 60})
     m = next(fixture)
     try:
         sc.settle(m)

@@ -141,6 +141,17 @@ def known_schema_sql(known: list[str]) -> str:
     return f"({' OR '.join(tests) or 'false'})"
 
 
+def known_ids_sql(ids: list[int]) -> str:
+    """Per Avro event (``_schema_id`` read from its frame): its schema id is one of ``ids``,
+    or it has none (an unframed value: a dead letter either way).
+
+    >>> known_ids_sql([3, 1]), known_ids_sql([])
+    ('(_schema_id IS NULL OR _schema_id IN (1, 3))', '(_schema_id IS NULL)')
+    """
+    listed = ", ".join(str(i) for i in sorted(ids))
+    return f"(_schema_id IS NULL OR _schema_id IN ({listed}))" if ids else "(_schema_id IS NULL)"
+
+
 def _starts_with_sql(part: str) -> str:
     """Per JSON Kafka row: its value starts with the schema ``part`` and the payload mark."""
     return f"startswith(CAST(value AS STRING), {sql_string(part + PAYLOAD_MARK)})"

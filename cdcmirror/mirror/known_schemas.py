@@ -1,7 +1,8 @@
-"""The JSON row schemas a job applied to each table, while the table keeps the columns it
-had then: an event in one of them decodes without evolving the table first, so a batch of
-one table in them is read from Kafka once (``spark/single_pass.py``). Pure data; the job
-keeps it in its checkpoint (``checkpoint_store.remembered_schemas``)."""
+"""The row schemas a job applied to each table (JSON: the schema parts; Avro: the schema
+ids, as text), while the table keeps the columns it had then: an event in one of them
+decodes without evolving the table first, so a batch of one table in them is read from
+Kafka once (``spark/single_pass.py``). Pure data; the job keeps it in its checkpoint
+(``checkpoint_store.remembered_schemas``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ MAX_KNOWN = 16  # row schemas a table's single read checks each event against, a
 
 @dataclass
 class KnownSchemas:
-    """Per table, the JSON row schemas (``evolution.distinct_schemas_sql``'s texts) of the
+    """Per table, the row schemas (``evolution.distinct_schemas_sql``'s texts or ids) of the
     events the job applied, while the table keeps the columns it had then. ``saved`` is
     told the JSON text (:meth:`to_json`) after each change: the job keeps it in its
     checkpoint, so a later run reads its first batch once too."""

@@ -4,17 +4,16 @@ Per micro-batch:
 
 1. one small aggregate over the batch gives, per topic and partition, the event count, the
    end offset and the distinct row schemas (``spark/batch_evolution.py`` evolves to each);
-2. each table with events is applied on its own thread (merges of different tables run
-   concurrently): decode (``mirror/envelope.py``), dead-letter what cannot be applied,
-   truncate, dedupe, classify against the stored positions, record tombstones, MERGE
-   (``spark/table_apply.py``). Every commit carries the query id, batch id and the
-   table's Kafka end offsets in its snapshot summary (``spark/commits.py``);
+2. each table with events is applied on its own thread (tables merge concurrently): decode
+   (``mirror/envelope.py``), dead-letter what cannot be applied, truncate, dedupe, classify
+   against the stored positions, record tombstones, MERGE (``spark/table_apply.py``). Each
+   commit's summary holds the query id, batch id and Kafka end offsets (``spark/commits.py``);
 3. the dead letters of the batch are merged into the dead-letter table (keyed by topic,
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of one event stream's events, or of one table's in row schemas the job has applied
-before, skips 1. and the cache (``spark/single_pass.py``).
+A batch of one event stream's, or one table's in row schemas (JSON) or schema ids (Avro)
+the job applied before, skips 1. and the cache (``spark/single_pass.py``).
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -47,7 +46,7 @@ from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
-from cdcmirror.spark.single_pass import one_table, streams_only
+from cdcmirror.spark.single_pass import once_records, one_table, streams_only
 from cdcmirror.spark.stream_apply import (
     Evolve,
     StreamBatch,
@@ -183,11 +182,12 @@ class Applier:
     def _read_once(self, df: Any, batch_id: int, started: float) -> bool:
         """Apply a batch of one CDC table's events in known row schemas, read by its decode
         (``spark/single_pass.py``); False: not one, or a new row schema (nothing written)."""
-        known = self._known if self._kind == "json" else None
+        known = self._known if self._kind != "schemaless" else None
         one = one_table(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
-        if one is None:
+        registry = self.options.registry
+        records = None if one is None else once_records(df, one[1]["schemas"], self._avro, registry)
+        if one is None or records is None:
             return False
-        records = with_utf8_check(df)
         try:
             self._apply_all(records, batch_id, [one], [], started, -1.0, False, records)
         except NewSchemas as exc:
@@ -317,8 +317,8 @@ class Applier:
             )
             seen = sorted(parts["schemas"])  # the batch's row schemas
             known = seen if parts.get("read_once") else None
-            if known is None and self._kind == "json":
-                self._known.learn(table, parts["schemas"], not verdict.rejected)
+            if known is None and self._kind != "schemaless":  # Avro: the ids, as text
+                self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
             decoded = decoded.persist()
             try:

@@ -18,7 +18,12 @@ from cdcmirror.mirror.envelope import (
     raw_rows_sql,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import NEW_SCHEMA, known_schema_sql, payload_text_sql
+from cdcmirror.mirror.evolution import (
+    NEW_SCHEMA,
+    known_ids_sql,
+    known_schema_sql,
+    payload_text_sql,
+)
 from cdcmirror.mirror.spec import MirrorTable
 
 
@@ -45,14 +50,16 @@ def decode_events(
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
     ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
-    ``known``: its row schemas the table took, an event of another one is marked
-    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row schemas
+    ``known``: its row schemas the table took (Avro: schema ids), an event of another one is
+    marked (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row schemas
     (JSON with schemas: its events are parsed from their payloads,
     ``evolution.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
     error = "_decode_error" if avro else NOT_UTF8_SQL
-    if known is not None:
+    if known is not None and avro:  # an id not known is not decoded: new, not an error
+        error = f"IF({known_ids_sql([int(k) for k in known])}, {error}, '{NEW_SCHEMA}')"
+    elif known is not None:
         error = f"coalesce({error}, IF({known_schema_sql(known)}, NULL, '{NEW_SCHEMA}'))"
     if avro:
         text = F.col("_json")

@@ -1,6 +1,6 @@
 """Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all one event stream's, or all one CDC table's (JSON with schemas, in
-row schemas the job has seen). Spark writes each batch's offsets to the checkpoint's
+whose records are all one event stream's, or all one CDC table's (JSON with schemas or Avro,
+in row schemas the job has seen). Spark writes each batch's offsets to the checkpoint's
 offset log before running it (``mirror/checkpoint.batch_ranges``), so the partitions a
 batch read, and where each started and ended, are known without reading a record; the
 events are then read from Kafka once, by the stream's write or the table's decode, and
@@ -9,8 +9,9 @@ cache (Spark's Kafka source reads every record of the batch for each of them).
 
 A CDC table's decode needs the table evolved to every row schema of its events first: the
 first look collects them. Without it, the decode marks each event whose schema is not one
-the job has applied before (``evolution.known_schema_sql``), and a batch with such an
-event is applied the usual way instead, before anything of it is written."""
+the job has applied before (``evolution.known_schema_sql``; Avro: its schema id,
+``evolution.known_ids_sql``), and a batch with such an event is applied the usual way
+instead, before anything of it is written."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ from typing import Any
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.checkpoint import Ranges, advanced
 from cdcmirror.mirror.known_schemas import KnownSchemas
+from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_summary import summary_of_ranges
+from cdcmirror.spark.decode import with_utf8_check
 from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
 
 logger = logging.getLogger("cdcmirror.mirror")
@@ -80,3 +84,17 @@ def one_table(
     parts["schemas"] = set(schemas)
     parts["read_once"] = True
     return table, parts
+
+
+def once_records(
+    df: Any, schemas: set[str], frames: AvroFrames, registry: SchemaRegistry | None
+) -> Any | None:
+    """The records of a batch of one table's events as its decode reads them: JSON checked
+    for UTF-8; Avro with the frames of the known schema ``ids`` read (an event of another
+    id is not: ``decode.decode_events`` marks it new; ``registry`` None: JSON). None: a known
+    schema is no id (as a job that read JSON kept them), so the batch takes the first look."""
+    if registry is None:
+        return with_utf8_check(df)
+    if not all(s.isdigit() for s in schemas):
+        return None
+    return frames.decode(frames.with_ids(df), registry.schemas(sorted(int(s) for s in schemas)))

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.iceberg_types import spark_type
+from cdcmirror.mirror.evolution import known_ids_sql
 from cdcmirror.sql_text import q, sql_string
 from cdcmirror.streams.schema import KAFKA_NAMES
 
@@ -167,12 +168,10 @@ def known_ids_guard_sql(ids: Sequence[int]) -> str:
     """A condition that is true, or stops the query with ``NEW_SCHEMA_ID`` when an Avro
     event names a schema id not in ``ids`` (an unframed value passes: a dead letter).
 
-    >>> known_ids_guard_sql([3, 1])[:56]
-    'assert_true(_schema_id IS NULL OR _schema_id IN (1, 3), '
+    >>> known_ids_guard_sql([3, 1])[:57]
+    'assert_true((_schema_id IS NULL OR _schema_id IN (1, 3)),'
     """
-    known = ", ".join(str(i) for i in sorted(ids))
-    condition = f"_schema_id IS NULL OR _schema_id IN ({known})"
-    return f"assert_true({condition}, {sql_string(NEW_SCHEMA_ID)}) IS NULL"
+    return f"assert_true({known_ids_sql(list(ids))}, {sql_string(NEW_SCHEMA_ID)}) IS NULL"
 
 
 def not_held_sql(held: Mapping[str, Mapping[int, int]]) -> str:
