@@ -3,6 +3,10 @@ for the cases a single batch cannot produce on its own (concurrent writers)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from cdcmirror.mirror.merge_sql import merge_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.table_properties import MERGE_ON_READ
@@ -87,6 +91,10 @@ def test_the_batch_key_range_bounds_the_read_and_changes_no_result(
 
     assert actions(bounded) == [(1001, "update"), (1050, "delete"), (1200, "insert")]
     assert actions(whole) == actions(bounded)
+    cut = classify_sql(TABLE, "merge_it_batch", target, None, False, bounds, broadcast=True)
+    assert actions(cut) == actions(bounded)
+    cut_plan = spark.sql(f"EXPLAIN {cut}").first()[0]
+    assert "BroadcastHashJoin" in cut_plan and "LeftSemi" in cut_plan, cut_plan
     plan = spark.sql(f"EXPLAIN {bounded}").first()[0]
     scans = [line for line in plan.splitlines() if "BatchScan" in line and "items" in line]
     assert scans and all("1001" in s and "1200" in s for s in scans), plan  # pushed down
@@ -163,8 +171,9 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
     assert [r[0] for r in spark.sql(f"SELECT name FROM {target}").collect()] == ["plain"]
 
 
+@pytest.mark.parametrize("broadcast", [False, True])
 def test_changes_of_a_restarted_source_history_are_told_from_replays(
-    spark_world: SparkWorld,
+    spark_world: SparkWorld, broadcast: bool
 ) -> None:
     """``_backwards`` (``positions.went_backwards_sql``): a change older by source position
     but committed later than the stored row or tombstone comes from a restarted history; a
@@ -201,7 +210,7 @@ def test_changes_of_a_restarted_source_history_are_told_from_replays(
     spark.sql(
         f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
     ).createOrReplaceTempView("merge_it_history")
-    sql = classify_sql(TABLE, "merge_it_history", target, tombstones, False)
+    sql = classify_sql(TABLE, "merge_it_history", target, tombstones, False, None, broadcast)
     got = {
         r.id: (r._action, r._backwards)
         for r in spark.sql(f"SELECT id, _action, _backwards FROM ({sql})").collect()
@@ -276,3 +285,72 @@ def test_a_merge_without_inserts_changes_what_the_full_merge_changes(
         plan = spark.sql(f"EXPLAIN {sql}").first()[0]
         assert ("RightOuter" in plan) is inserts, plan  # the table's side kept whole, or not
     assert found[0] == found[1] == [(1, "changed"), (3, "old"), (4, "old"), (5, "old")]
+
+
+GUARD_ROWS = (
+    "(1, 'b1', 'u', array(1, 1, 50, 0, 0, 1), current_timestamp(), 'update'), "
+    "(2, 'b2', 'u', array(1, 1, 50, 0, 0, 2), current_timestamp(), 'update'), "
+    "(3, NULL, 'd', array(1, 1, 50, 0, 0, 3), current_timestamp(), 'delete'), "
+    "(7, 'b7', 'c', array(1, 1, 50, 0, 0, 7), current_timestamp(), 'insert'), "
+    "(8, 'b8', 'c', array(1, 1, 50, 0, 0, 8), current_timestamp(), 'insert')"
+)
+FOREIGN = (  # newer rows of the batch's keys 2, 3 and 8, and of a key it has not (5)
+    "UPDATE {t} SET name = concat('f', id), _cdc_position = array(1, 1, 90, 0, 0, id) "
+    "WHERE id IN (2, 3, 5)",
+    "INSERT INTO {t} VALUES (8, 'f8', 'c', array(1, 1, 90, 0, 0, 8), current_timestamp(), false)",
+)
+
+
+def _guard_table(spark: Any, target: str) -> None:
+    _setup(spark, target)
+    spark.sql(
+        f"INSERT INTO {target} SELECT id, 'old', 'r', array(0, 0, 0, 0, id), "
+        "current_timestamp(), false FROM range(1, 7)"
+    )
+
+
+def _rows(spark: Any, target: str) -> list[tuple[object, ...]]:
+    query = f"SELECT id, name, _cdc_position FROM {target} ORDER BY id"
+    return [(r[0], r[1], list(r[2])) for r in spark.sql(query).collect()]
+
+
+@pytest.mark.parametrize("between", ["nothing", "rewrite", "foreign"])
+def test_the_unguarded_merge_ends_as_the_guarded_one(spark_world: SparkWorld, between: str) -> None:
+    """``snapshot_guard.py``: the batch classified on snapshot ``read``, then (``between``)
+    nothing, a rewrite of every file, or a foreign commit of newer rows of three of its keys,
+    then its MERGE without the guard. The rows end as the guarded MERGE leaves them on a
+    copy that saw the same commits; only the foreign commit is found and put back."""
+    from cdcmirror.mirror.merge_sql import restore_sql
+    from cdcmirror.spark.commits import with_commit_props
+    from cdcmirror.spark.snapshot_guard import current_snapshot, foreign_parent
+
+    spark = spark_world.spark
+    target, reference = "merge_it.unguarded", "merge_it.guarded"
+    props = {"cdcmirror.query-id": "q-guard", "cdcmirror.batch-id": "7"}
+    spark.sql(CHANGES.format(rows=GUARD_ROWS)).createOrReplaceTempView("merge_it_guard")
+    for t in (target, reference):
+        _guard_table(spark, t)
+    read = current_snapshot(spark, target)
+    assert read is not None
+    for t in (target, reference):
+        if between == "rewrite":
+            spark.sql(
+                f"CALL cdcmirror.system.rewrite_data_files(table => '{t}', "
+                "options => map('rewrite-all', 'true'))"
+            )
+        if between == "foreign":
+            for statement in FOREIGN:
+                spark.sql(statement.format(t=t))
+    spark.sql(merge_sql(TABLE, reference, "merge_it_guard", soft=False))
+    unguarded = merge_sql(TABLE, target, "merge_it_guard", soft=False, guarded=False)
+    with_commit_props(spark, props, lambda: spark.sql(unguarded))
+    parent = foreign_parent(spark, target, read, props)
+    assert (parent is not None) == (between == "foreign")
+    if parent is not None:
+        spark.sql(restore_sql(TABLE, target, parent, "merge_it_guard"))
+    assert _rows(spark, target) == _rows(spark, reference)
+    names = {r[0]: r[1] for r in _rows(spark, target)}
+    if between == "foreign":  # the batch's older changes of 2, 3, 8 lost to the foreign rows
+        assert names == {1: "b1", 2: "f2", 3: "f3", 4: "old", 5: "f5", 6: "old", 7: "b7", 8: "f8"}
+    else:
+        assert names == {1: "b1", 2: "b2", 4: "old", 5: "old", 6: "old", 7: "b7", 8: "b8"}

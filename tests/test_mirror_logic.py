@@ -22,7 +22,7 @@ from cdcmirror.mirror.carriers import (
 )
 from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
-from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, restore_sql
 from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
 from cdcmirror.mirror.toast import placeholder_sql, toastable, unavailable_sql
@@ -163,6 +163,26 @@ def test_a_batch_without_placeholders_or_inserts_merges_without_those_branches()
     assert "NOT MATCHED" not in updates and "IF(s.`_t_note`, t.`note`, s.`note`)" in updates
     assert placeholder_sql(table()) == "(`_t_note`)"
     assert placeholder_sql(table(flavor="mariadb")) == "false"
+
+
+def test_classification_cuts_the_stored_rows_to_the_batch_keys_when_broadcast() -> None:
+    """``broadcast``: the table and its tombstones are each cut by a semi join with the
+    batch's keys under a broadcast hint; without it, neither is."""
+    cut = classify_sql(table(), "d", "tgt", "tomb", soft=False, broadcast=True)
+    assert cut.count("/*+ BROADCAST(k) */") == 2
+    assert "FROM tgt r LEFT SEMI JOIN (SELECT `id` FROM d) k ON r.`id` = k.`id`" in cut
+    assert "FROM tomb r LEFT SEMI JOIN (SELECT `id` FROM d) k ON r.`id` = k.`id`" in cut
+    whole = classify_sql(table(), "d", "tgt", "tomb", soft=False)
+    assert "SEMI" not in whole and "BROADCAST" not in whole
+
+
+def test_the_unguarded_merge_reads_no_stored_position() -> None:
+    """``guarded`` False (``spark/snapshot_guard.py``): no clause reads ``t._cdc_position``;
+    the restore after a foreign commit compares it, over the snapshot the MERGE was made on."""
+    assert "t._cdc_position" in merge_sql(table(), "t", "c", soft=False)
+    assert "t._cdc_position" not in merge_sql(table(), "t", "c", soft=False, guarded=False)
+    restore = restore_sql(table(), "tgt", 42, "c")
+    assert "FROM tgt VERSION AS OF 42 p JOIN c e" in restore and "t._cdc_position" in restore
 
 
 def test_toast_columns_and_dedupe_only_for_postgresql() -> None:

@@ -62,14 +62,14 @@ def classify_sql(
     tombstones: str | None,
     soft: bool,
     bounds: Bounds | None = None,
+    broadcast: bool = False,
 ) -> str:
     """Each deduplicated event with ``_action``: what it does to the stored row, and
     ``_backwards``: a stale event that comes from a restarted source history
     (``positions.went_backwards_sql``). ``bounds``: the batch's key range (``key_range.py``),
-    so only stored rows inside it are read."""
-    within = range_sql("", bounds or {})
+    so only stored rows inside it are read. ``broadcast``: the stored rows are first cut to
+    the batch's keys by a semi join with them broadcast (``_stored_sql``)."""
     n = source_length(table.dialect)
-    keys = ", ".join(q(k) for k in table.key)
     stale_tomb = ""
     join_tomb = ""
     backwards = went_backwards_sql(
@@ -77,10 +77,8 @@ def classify_sql(
     )
     stored = "t._cdc_position AS _stored_position, t._cdc_source_ts AS _stored_ts"
     if tombstones:
-        join_tomb = (
-            f" LEFT JOIN (SELECT {keys}, _cdc_position, _cdc_source_ts FROM {tombstones} "
-            f"WHERE {within}) tb ON {_on(table, 's', 'tb')}"
-        )
+        stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast)
+        join_tomb = f" LEFT JOIN {stored_tomb} tb ON {_on(table, 's', 'tb')}"
         stale_tomb = (
             "WHEN tb._cdc_position IS NOT NULL AND NOT "
             f"{newer('s._cdc_position', 'tb._cdc_position', n)} THEN 'stale' "
@@ -104,10 +102,28 @@ def classify_sql(
         "SELECT * EXCEPT (_gap), (_action = 'stale' AND coalesce(_gap, false)) AS _backwards "
         f"FROM (SELECT s.*, {action} AS _action, ({backwards}) AS _gap, {stored} "
         f"FROM {deduped} s "
-        f"LEFT JOIN (SELECT {keys}, _cdc_position, _cdc_source_ts FROM {target} "
-        f"WHERE {within}) t "
+        f"LEFT JOIN {_stored_sql(table, target, deduped, bounds, broadcast)} t "
         f"ON {_on(table, 's', 't')}"
         f"{join_tomb})"
+    )
+
+
+def _stored_sql(
+    table: MirrorTable, stored: str, deduped: str, bounds: Bounds | None, broadcast: bool
+) -> str:
+    """The key and position columns of ``stored``'s rows inside the batch's key range.
+    ``broadcast``: only the rows of the batch's keys, by a semi join with those keys
+    broadcast, so the table's side is scanned and cut where it is read instead of being
+    shuffled whole to meet the batch (an outer join cannot broadcast the side it keeps)."""
+    cols = ", ".join([*(f"r.{q(k)}" for k in table.key), "r._cdc_position", "r._cdc_source_ts"])
+    within = range_sql("r", bounds or {})
+    if not broadcast:
+        return f"(SELECT {cols} FROM {stored} r WHERE {within})"
+    keys = ", ".join(q(k) for k in table.key)
+    return (
+        f"(SELECT /*+ BROADCAST(k) */ {cols} FROM {stored} r "
+        f"LEFT SEMI JOIN (SELECT {keys} FROM {deduped}) k ON {_on(table, 'r', 'k')} "
+        f"WHERE {within})"
     )
 
 
@@ -119,6 +135,7 @@ def merge_sql(
     bounds: Bounds | None = None,
     inserts: bool = True,
     placeholders: bool = True,
+    guarded: bool = True,
 ) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
@@ -129,9 +146,10 @@ def merge_sql(
     none is a delete, whose absent row gets a stub), so the MERGE has no NOT MATCHED
     branch, which would have Spark join the whole table's side of it (an outer join).
     ``placeholders`` False: no change carries an unchanged-TOAST placeholder, so no stored
-    value is read (``toast.kept_sql`` would have the scan read those columns of every row)."""
+    value is read (``toast.kept_sql`` would have the scan read those columns of every row).
+    ``guarded`` False: no stored position is read again (``spark/snapshot_guard.py``)."""
     n = source_length(table.dialect)
-    guard = newer("s._cdc_position", "t._cdc_position", n)
+    guard = newer("s._cdc_position", "t._cdc_position", n) if guarded else "true"
     toast = set(toastable(table)) if placeholders else set()
     cdc_set = (
         "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
@@ -168,6 +186,26 @@ def merge_sql(
         f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
         f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
         f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false" + (inserted if inserts else "")
+    )
+
+
+def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> str:
+    """After a MERGE without the guard was committed on a snapshot (``parent``) that a foreign
+    commit had changed since the classification read the table (``spark/snapshot_guard.py``):
+    put back each row of the batch's ``changes`` that ``parent`` held at a newer position than
+    the change, as the guard would have kept it: over the batch's row, or again where the
+    batch deleted it."""
+    n = source_length(table.dialect)
+    names = [*table.names, "_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_deleted"]
+    sets = ", ".join(f"{q(c)} = r.{q(c)}" for c in names)
+    columns = ", ".join(q(c) for c in names)
+    values = ", ".join(f"r.{q(c)}" for c in names)
+    return (
+        f"MERGE INTO {target} t USING (SELECT p.*, e._action AS _batch_action "
+        f"FROM {target} VERSION AS OF {int(parent)} p JOIN {changes} e ON {_on(table, 'p', 'e')} "
+        f"WHERE {newer('p._cdc_position', 'e._cdc_position', n)}) r ON {_on(table, 't', 'r')} "
+        f"WHEN MATCHED AND {newer('r._cdc_position', 't._cdc_position', n)} THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND r._batch_action = 'delete' THEN INSERT ({columns}) VALUES ({values})"
     )
 
 
