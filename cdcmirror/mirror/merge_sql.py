@@ -26,6 +26,11 @@ def _on(table: MirrorTable, left: str, right: str) -> str:
     return " AND ".join(f"{left}.{q(k)} = {right}.{q(k)}" for k in table.key)
 
 
+def _row_names(table: MirrorTable) -> list[str]:
+    """Every column of a mirrored table's row: the source's, then the ``_cdc_`` ones."""
+    return [*table.names, "_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_deleted"]
+
+
 def dedupe_sql(table: MirrorTable, events: str) -> str:
     """The newest event per key. An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
@@ -163,8 +168,7 @@ def merge_sql(
         else:
             sets.append(f"{q(c)} = s.{q(c)}")
             values.append(f"s.{q(c)}")
-    columns = ", ".join([q(c) for c in table.names] + ["_cdc_op", "_cdc_position"])
-    columns += ", _cdc_source_ts, _cdc_deleted"
+    columns = ", ".join(q(c) for c in _row_names(table))
     insert_values = ", ".join([*values, "s._cdc_op", "s._cdc_position", "s._cdc_source_ts"])
     if soft:
         on_delete = f"UPDATE SET {cdc_set}, _cdc_deleted = true"
@@ -196,7 +200,7 @@ def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> s
     the change, as the guard would have kept it: over the batch's row, or again where the
     batch deleted it."""
     n = source_length(table.dialect)
-    names = [*table.names, "_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_deleted"]
+    names = _row_names(table)
     sets = ", ".join(f"{q(c)} = r.{q(c)}" for c in names)
     columns = ", ".join(q(c) for c in names)
     values = ", ".join(f"r.{q(c)}" for c in names)
@@ -230,8 +234,7 @@ def tombstone_merge_sql(
 
 def append_merge_sql(table: MirrorTable, target: str, events: str) -> str:
     """Keyless tables: every event appended once (a re-run batch adds nothing)."""
-    columns = ", ".join([q(c) for c in table.names] + ["_cdc_op", "_cdc_position"])
-    columns += ", _cdc_source_ts, _cdc_deleted"
+    columns = ", ".join(q(c) for c in _row_names(table))
     values = ", ".join([f"s.{q(c)}" for c in table.names])
     return (
         f"MERGE INTO {target} t USING {events} s ON t._cdc_position = s._cdc_position "

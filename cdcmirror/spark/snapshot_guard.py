@@ -16,14 +16,11 @@ batch's keys that the MERGE's snapshot held at a newer position is put back
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
-
-logger = logging.getLogger("cdcmirror.mirror")
 
 REWRITE = "replace"  # the operation of a snapshot that rewrites files, rows unchanged
 MAX_WALK = 1000  # snapshots looked at, at most, between the classification and the MERGE
