@@ -17,6 +17,8 @@ from cdcmirror.http_auth import basic_auth
 
 logger = logging.getLogger(__name__)
 
+CONFLICT_WAIT = 60.0  # seconds a request is asked again while Connect answers a momentary 409
+
 
 def refused(url: str, code: int) -> str:
     return (
@@ -24,6 +26,18 @@ def refused(url: str, code: int) -> str:
         "connect.username and connect.password (or connect.password_file, or "
         "CDCMIRROR_CONNECT__PASSWORD)"
     )
+
+
+def momentary(code: int, detail: str) -> bool:
+    """Whether Connect's answer is its 409 of a moment: a rebalance under way, or a config
+    it holds older than the config topic's (Connect's own words say "momentarily" or
+    "rebalance"); any other 409 (a name already taken) is not asked again."""
+    words = detail.lower()
+    return code == 409 and ("momentarily" in words or "rebalance" in words)
+
+
+class _Momentary(ConnectorError):
+    """A 409 that goes away by itself (see ``momentary``)."""
 
 
 class ConnectClient:
@@ -35,6 +49,7 @@ class ConnectClient:
         """``auth``: the user name and password of Connect's basic authentication."""
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.conflict_wait = CONFLICT_WAIT
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if auth is not None:
             self._headers["Authorization"] = basic_auth(*auth)
@@ -45,6 +60,25 @@ class ConnectClient:
         return cls(connect.url, timeout, connect.auth)
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
+        """One REST call. A 409 that Connect answers while its workers rebalance or its
+        config topic moves under the request (another connector created or changed at that
+        moment) is asked again, for up to ``conflict_wait`` seconds."""
+        deadline = time.monotonic() + self.conflict_wait
+        pause = 0.25
+        while True:
+            try:
+                return self._request_once(method, path, body)
+            except _Momentary as exc:
+                if time.monotonic() + pause > deadline:
+                    raise ConnectorError(
+                        f"{exc} (asked again for {self.conflict_wait:.0f} s; is another "
+                        "client changing connectors all the time?)"
+                    ) from exc
+                logger.info("Kafka Connect is busy (%s); asking again", exc)
+                time.sleep(pause)
+                pause = min(pause * 2, 4.0)
+
+    def _request_once(self, method: str, path: str, body: Any) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
             f"{self.url}{path}", data=data, method=method, headers=self._headers
@@ -58,7 +92,8 @@ class ConnectClient:
             detail = exc.read().decode("utf-8", "replace")
             with contextlib.suppress(ValueError, AttributeError):
                 detail = json.loads(detail).get("message", detail)
-            raise ConnectorError(
+            error = ConnectorError if not momentary(exc.code, detail) else _Momentary
+            raise error(
                 f"Kafka Connect at {self.url} answered {exc.code} to {method} {path}: {detail}"
             ) from exc
         except (urllib.error.URLError, OSError) as exc:

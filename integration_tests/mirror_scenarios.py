@@ -73,11 +73,13 @@ def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, 
     before = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
     client = services.connect_client()
     client.stop(connector)
-    if offsets:
-        client.alter_offsets(connector, offsets)
-    else:
-        client.reset_offsets(connector)
-    client.resume(connector)
+    try:
+        if offsets:
+            client.alter_offsets(connector, offsets)
+        else:
+            client.reset_offsets(connector)
+    finally:  # a failed step leaves the connector running for the module's other tests
+        client.resume(connector)
     client.wait_running(connector)
     settle(m)
     settle(m)
