@@ -330,7 +330,7 @@ def test_the_unguarded_merge_ends_as_the_guarded_one(spark_world: SparkWorld, be
     spark.sql(CHANGES.format(rows=GUARD_ROWS)).createOrReplaceTempView("merge_it_guard")
     for t in (target, reference):
         _guard_table(spark, t)
-    read = current_snapshot(spark, target)
+    read = current_snapshot(spark, target).id
     assert read is not None
     for t in (target, reference):
         if between == "rewrite":

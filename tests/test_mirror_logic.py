@@ -22,7 +22,15 @@ from cdcmirror.mirror.carriers import (
 )
 from cdcmirror.mirror.envelope import checked_exprs, envelope_ddl
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
-from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql, restore_sql
+from cdcmirror.mirror.merge_sql import (
+    BROADCAST_KEYS,
+    BROADCAST_ROWS,
+    broadcasts_keys,
+    classify_sql,
+    dedupe_sql,
+    merge_sql,
+    restore_sql,
+)
 from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
 from cdcmirror.mirror.toast import placeholder_sql, toastable, unavailable_sql
@@ -174,6 +182,12 @@ def test_classification_cuts_the_stored_rows_to_the_batch_keys_when_broadcast() 
     assert "FROM tomb r LEFT SEMI JOIN (SELECT `id` FROM d) k ON r.`id` = k.`id`" in cut
     whole = classify_sql(table(), "d", "tgt", "tomb", soft=False)
     assert "SEMI" not in whole and "BROADCAST" not in whole
+
+
+def test_keys_are_broadcast_only_by_a_batch_small_beside_a_large_table() -> None:
+    assert broadcasts_keys(100, BROADCAST_ROWS) and broadcasts_keys(BROADCAST_KEYS, 10**9)
+    assert not broadcasts_keys(100, BROADCAST_ROWS - 1)  # the shuffle is as cheap
+    assert not broadcasts_keys(BROADCAST_KEYS + 1, 10**9)  # too many keys to broadcast
 
 
 def test_the_unguarded_merge_reads_no_stored_position() -> None:

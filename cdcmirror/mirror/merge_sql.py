@@ -60,6 +60,20 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({grouped})"
 
 
+BROADCAST_KEYS = 500_000
+BROADCAST_ROWS = 1_000_000
+"""Up to ``BROADCAST_KEYS`` changes into a table of ``BROADCAST_ROWS`` rows or more, a
+batch's keys are broadcast to cut the stored rows where they are read
+(``_stored_sql``): one scan of the key and position columns instead of a shuffle of
+them (at 10M stored rows 4.5 s -> 2 s). Below, the shuffle is as cheap and the broadcast's
+own job costs a small batch 0.2 s; a larger batch is joined the usual way."""
+
+
+def broadcasts_keys(changes: int, stored_rows: int) -> bool:
+    """Whether a batch of ``changes`` into ``stored_rows`` rows broadcasts its keys."""
+    return changes <= BROADCAST_KEYS and stored_rows >= BROADCAST_ROWS
+
+
 def classify_sql(
     table: MirrorTable,
     deduped: str,

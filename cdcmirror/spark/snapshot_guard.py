@@ -17,7 +17,7 @@ batch's keys that the MERGE's snapshot held at a newer position is put back
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
@@ -32,10 +32,20 @@ def _table(spark: Any, target: str) -> Any:
     return spark_util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{target}")
 
 
-def current_snapshot(spark: Any, target: str) -> int | None:
-    """The id of ``target``'s current snapshot (None: the table has none yet)."""
+class Read(NamedTuple):
+    """The snapshot a batch's classification reads."""
+
+    id: int | None  # None: the table has none yet
+    rows: int  # the rows it holds, by its summary (position deletes not taken off)
+
+
+def current_snapshot(spark: Any, target: str) -> Read:
+    """``target``'s current snapshot."""
     snapshot = _table(spark, target).currentSnapshot()
-    return None if snapshot is None else int(snapshot.snapshotId())
+    if snapshot is None:
+        return Read(None, 0)
+    rows = str(snapshot.summary().get("total-records") or "0")
+    return Read(int(snapshot.snapshotId()), int(rows) if rows.isdigit() else 0)
 
 
 def foreign_parent(

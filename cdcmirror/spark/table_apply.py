@@ -27,6 +27,7 @@ from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.merge_sql import (
     ACTIONS,
     append_merge_sql,
+    broadcasts_keys,
     classify_sql,
     dedupe_sql,
     merge_sql,
@@ -50,7 +51,7 @@ from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
 from cdcmirror.spark.history_gap import history_restarted
-from cdcmirror.spark.snapshot_guard import current_snapshot, foreign_parent
+from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
@@ -62,11 +63,6 @@ class NewSchemas(Exception):
 
 
 logger = logging.getLogger("cdcmirror.mirror")
-
-BROADCAST_KEYS = 500_000
-"""Up to this many changes, a batch's keys are broadcast to cut the stored rows where they
-are read (``merge_sql._stored_sql``): one scan of the key and position columns instead of a
-shuffle of them (at 10M stored rows 4.5 s -> 2 s); a larger batch is joined the usual way."""
 
 VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective")
 
@@ -232,7 +228,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
                 table, target, view + "_effective", tb.soft, bounds, inserts, kept, guarded=False
             )
             tb.commit(sql, data=True)
-            _restore_foreign(tb, read)
+            _restore_foreign(tb, read.id)
     # After the MERGE: a crash in between is healed by the re-run of this batch, which
     # finds the row gone and records the tombstone then ("absent").
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
@@ -261,7 +257,7 @@ def _classified(
     agg: Any,
     bounds: Bounds,
     tombstones: str | None,
-    read: int | None,
+    read: Read,
 ) -> tuple[Any, Any]:
     """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``)
     against the target as snapshot ``read`` holds it and its ``tombstones`` table, as the
@@ -282,8 +278,8 @@ def _classified(
             spark, table, deduped, view + "_events", target, view, tb.soft, bounds
         )
     deduped.createOrReplaceTempView(view + "_deduped")
-    broadcast = agg.applied <= BROADCAST_KEYS
-    stored = target if read is None else f"{target} VERSION AS OF {read}"
+    broadcast = broadcasts_keys(agg.applied, read.rows)
+    stored = target if read.id is None else f"{target} VERSION AS OF {read.id}"
     classified = spark.sql(
         classify_sql(table, view + "_deduped", stored, tombstones, tb.soft, bounds, broadcast)
     )
