@@ -22,6 +22,7 @@ from cdcmirror.load.columns import error_sql
 from cdcmirror.load.plan import SUMMARY_PROPERTY, TableLoad
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.positions import position_literal
+from cdcmirror.spark.snapshot_guard import current_snapshot
 from cdcmirror.sql_text import q, spark_name
 
 
@@ -104,7 +105,7 @@ def write_loaded(
         ),
     )
     good = _aligned(spark, observed.where("_load_error IS NULL").drop("_load_error"), load)
-    before = _current_snapshot(spark, load.identifier) if keep_deleted else None
+    before = current_snapshot(spark, spark_name(load.identifier)).id if keep_deleted else None
     started = time.monotonic()
     sc = spark.sparkContext
     sc.setJobGroup(group, f"cdcmirror initial load of {load.identifier}")
@@ -140,13 +141,6 @@ def _aligned(spark: Any, frame: Any, load: TableLoad) -> Any:
             for f in spark.table(spark_name(load.identifier)).schema.fields
         ]
     )
-
-
-def _current_snapshot(spark: Any, identifier: str) -> int | None:
-    row = spark.sql(
-        f"SELECT snapshot_id FROM {spark_name(identifier)}.refs WHERE name = 'main'"
-    ).first()
-    return None if row is None else int(row[0])
 
 
 def _keep_deleted(spark: Any, load: TableLoad, key: Sequence[str], before: int) -> int:
