@@ -9,8 +9,9 @@ up, the job is stopped and each table's Iceberg snapshots are read: the rows a s
 made visible are those whose sequence number is above the previous snapshot's highest and
 up to its own (a table's events apply in commit order), so each write's delay is that
 snapshot's commit time minus the write's commit time. Deletes carry no sequence number and
-are not measured. Prints p50/p95/p99/max delay and the data and delete files added per hour
-per table. Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
+are not measured. Prints p50/p95/p99/max delay, the data and delete files added per hour
+per table, and the median and longest batch (from the job's log, kept in its work
+directory). Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
 
     .venv/bin/python benchmarks/freshness.py [TRIGGERS] [SECONDS] [TX_PER_S] [EVERY_BATCHES]
     # default 1,10,60 180 200 0
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.mirror_batch import batch_done
 from cdcmirror.catalog import load_catalog
 from cdcmirror.config import load_config
 from integration_tests import services
@@ -42,14 +44,14 @@ def main(triggers: list[int], seconds: int, rate: int, every: int) -> None:
     print(f"\nfreshness, {rate} tx/s over {TABLES} tables for {seconds} s, every_batches={every}")
     print(
         "| trigger s | writes | p50 s | p95 s | p99 s | max s | data files/h/table "
-        "| delete files/h/table | snapshots |"
+        "| delete files/h/table | snapshots | batch s p50 | batch s max |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(
             f"| {r['trigger']} | {r['writes']:,} | {r['p50']:.1f} | {r['p95']:.1f} "
             f"| {r['p99']:.1f} | {r['max']:.1f} | {r['data_h']:,.0f} | {r['delete_h']:,.0f} "
-            f"| {r['snapshots']} |"
+            f"| {r['snapshots']} | {r['batch_p50']:.1f} | {r['batch_max']:.1f} |"
         )
 
 
@@ -75,7 +77,8 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
         bootstrap(config_path)
         config = load_config(path=config_path, environ={}, cwd=work)
         namespace = config.iceberg.namespace
-        job = MirrorJob(config_path, f"{trigger} seconds", None)
+        info = {"CDCMIRROR_LOG_LEVEL": "INFO"}
+        job = MirrorJob(config_path, f"{trigger} seconds", info, keep_log=work / "job.log")
         try:
             catalog = load_catalog(config)
             names = [f"{namespace}.t{t}" for t in range(TABLES)]
@@ -91,6 +94,7 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
             ended = time.time()
         finally:
             job.stop()
+        batches = _batch_seconds(job.log.read_text(errors="replace"), started, ended)
         delays, data, deletes, snaps = [], 0, 0, 0
         for n in names:
             d, a, b, s = _table_delays(catalog, n, writes.get(n[-1], []), started)
@@ -109,9 +113,25 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
             "data_h": data / hours / TABLES,
             "delete_h": deletes / hours / TABLES,
             "snapshots": snaps,
+            "batch_p50": statistics.median(batches) if batches else 0.0,
+            "batch_max": max(batches, default=0.0),
         }
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
+
+
+def _batch_seconds(log: str, started: float, ended: float) -> list[float]:
+    """The seconds of the job's batches that ended while the writer ran or the mirror caught
+    up (the log's "batch N done in S s" lines, stamped in local time)."""
+    seconds = []
+    for line in log.splitlines():
+        done = batch_done(line)
+        if done is None:
+            continue
+        stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+        if started <= stamp <= ended + 1:
+            seconds.append(done[1])
+    return seconds
 
 
 def write(
