@@ -24,3 +24,12 @@ def sql_string(text: str) -> str:
     "'it\\\\'s'"
     """
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def as_of(name: str, snapshot: int | None) -> str:
+    """Table ``name`` as its snapshot ``snapshot`` holds it (None: as it stands).
+
+    >>> as_of("`ns`.`t`", 42), as_of("`ns`.`t`", None)
+    ('`ns`.`t` VERSION AS OF 42', '`ns`.`t`')
+    """
+    return name if snapshot is None else f"{name} VERSION AS OF {int(snapshot)}"

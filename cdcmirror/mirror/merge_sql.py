@@ -17,7 +17,7 @@ from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import filled_sql, inserted_sql, kept_sql, newest_value_sql, toastable
-from cdcmirror.sql_text import sql_string
+from cdcmirror.sql_text import as_of, sql_string
 
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
 
@@ -220,7 +220,7 @@ def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> s
     values = ", ".join(f"r.{q(c)}" for c in names)
     return (
         f"MERGE INTO {target} t USING (SELECT p.*, e._action AS _batch_action "
-        f"FROM {target} VERSION AS OF {int(parent)} p JOIN {changes} e ON {_on(table, 'p', 'e')} "
+        f"FROM {as_of(target, parent)} p JOIN {changes} e ON {_on(table, 'p', 'e')} "
         f"WHERE {newer('p._cdc_position', 'e._cdc_position', n)}) r ON {_on(table, 't', 'r')} "
         f"WHEN MATCHED AND {newer('r._cdc_position', 't._cdc_position', n)} THEN UPDATE SET {sets} "
         f"WHEN NOT MATCHED AND r._batch_action = 'delete' THEN INSERT ({columns}) VALUES ({values})"

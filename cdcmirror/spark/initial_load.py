@@ -23,7 +23,7 @@ from cdcmirror.load.plan import SUMMARY_PROPERTY, TableLoad
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.positions import position_literal
 from cdcmirror.spark.snapshot_guard import current_snapshot
-from cdcmirror.sql_text import q, spark_name
+from cdcmirror.sql_text import as_of, q, spark_name
 
 
 @dataclass(frozen=True)
@@ -151,9 +151,7 @@ def _keep_deleted(spark: Any, load: TableLoad, key: Sequence[str], before: int) 
 
     name = spark_name(load.identifier)
     on = " AND ".join(f"o.{q(k)} <=> n.{q(k)}" for k in key)
-    gone = spark.sql(
-        f"SELECT o.* FROM {name} VERSION AS OF {int(before)} o LEFT ANTI JOIN {name} n ON {on}"
-    )
+    gone = spark.sql(f"SELECT o.* FROM {as_of(name, before)} o LEFT ANTI JOIN {name} n ON {on}")
     gone = gone.withColumn("_cdc_op", F.expr("IF(_cdc_deleted, _cdc_op, 'd')")).withColumn(
         "_cdc_deleted", F.lit(True)
     )

@@ -54,6 +54,7 @@ from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
+from cdcmirror.sql_text import as_of
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
 
@@ -279,7 +280,7 @@ def _classified(
         )
     deduped.createOrReplaceTempView(view + "_deduped")
     broadcast = broadcasts_keys(agg.applied, read.rows)
-    stored = target if read.id is None else f"{target} VERSION AS OF {read.id}"
+    stored = as_of(target, read.id)
     classified = spark.sql(
         classify_sql(table, view + "_deduped", stored, tombstones, tb.soft, bounds, broadcast)
     )
