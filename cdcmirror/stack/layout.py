@@ -60,8 +60,13 @@ REGISTRY_CCOMPAT_PATH = "/apis/ccompat/v7"
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (22 chars), not
+    starting with ``-`` (1 in 64 would: ``kafka-storage format --cluster-id -x…`` then reads
+    it as an option and fails; Kafka's own ``Uuid.randomUuid`` draws again the same way)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _properties(entries: dict[str, str]) -> str:
