@@ -314,6 +314,38 @@ def _rows(spark: Any, target: str) -> list[tuple[object, ...]]:
     return [(r[0], r[1], list(r[2])) for r in spark.sql(query).collect()]
 
 
+def _between(spark: Any, target: str, between: str, foreign: tuple[str, ...]) -> None:
+    """What lands between a batch's classification and its MERGE: ``nothing``, a
+    ``rewrite`` of every file, or the ``foreign`` commits."""
+    if between == "rewrite":
+        spark.sql(
+            f"CALL cdcmirror.system.rewrite_data_files(table => '{target}', "
+            "options => map('rewrite-all', 'true'))"
+        )
+    if between == "foreign":
+        for statement in foreign:
+            spark.sql(statement.format(t=target))
+
+
+def _classified_then(
+    spark: Any, tables: tuple[str, str], rows: str, between: str, foreign: tuple[str, ...]
+) -> int | None:
+    """The batch of ``rows`` as the view ``merge_it_batch``, both ``tables`` made; then
+    ``between`` on both, and the guarded MERGE into the second (the reference). The snapshot
+    of the first that the batch's classification would have read."""
+    from cdcmirror.spark.snapshot_guard import current_snapshot
+
+    spark.sql(CHANGES.format(rows=rows)).createOrReplaceTempView("merge_it_batch")
+    for t in tables:
+        _guard_table(spark, t)
+    read = current_snapshot(spark, tables[0]).id
+    assert read is not None
+    for t in tables:
+        _between(spark, t, between, foreign)
+    spark.sql(merge_sql(TABLE, tables[1], "merge_it_batch", soft=False))
+    return read
+
+
 @pytest.mark.parametrize("between", ["nothing", "rewrite", "foreign"])
 def test_the_unguarded_merge_ends_as_the_guarded_one(spark_world: SparkWorld, between: str) -> None:
     """``snapshot_guard.py``: the batch classified on snapshot ``read``, then (``between``)
@@ -322,35 +354,62 @@ def test_the_unguarded_merge_ends_as_the_guarded_one(spark_world: SparkWorld, be
     copy that saw the same commits; only the foreign commit is found and put back."""
     from cdcmirror.mirror.merge_sql import restore_sql
     from cdcmirror.spark.commits import with_commit_props
-    from cdcmirror.spark.snapshot_guard import current_snapshot, foreign_parent
+    from cdcmirror.spark.snapshot_guard import foreign_parent
 
     spark = spark_world.spark
     target, reference = "merge_it.unguarded", "merge_it.guarded"
     props = {"cdcmirror.query-id": "q-guard", "cdcmirror.batch-id": "7"}
-    spark.sql(CHANGES.format(rows=GUARD_ROWS)).createOrReplaceTempView("merge_it_guard")
-    for t in (target, reference):
-        _guard_table(spark, t)
-    read = current_snapshot(spark, target).id
-    assert read is not None
-    for t in (target, reference):
-        if between == "rewrite":
-            spark.sql(
-                f"CALL cdcmirror.system.rewrite_data_files(table => '{t}', "
-                "options => map('rewrite-all', 'true'))"
-            )
-        if between == "foreign":
-            for statement in FOREIGN:
-                spark.sql(statement.format(t=t))
-    spark.sql(merge_sql(TABLE, reference, "merge_it_guard", soft=False))
-    unguarded = merge_sql(TABLE, target, "merge_it_guard", soft=False, guarded=False)
+    read = _classified_then(spark, (target, reference), GUARD_ROWS, between, FOREIGN)
+    unguarded = merge_sql(TABLE, target, "merge_it_batch", soft=False, guarded=False)
     with_commit_props(spark, props, lambda: spark.sql(unguarded))
     parent = foreign_parent(spark, target, read, props)
     assert (parent is not None) == (between == "foreign")
     if parent is not None:
-        spark.sql(restore_sql(TABLE, target, parent, "merge_it_guard"))
+        spark.sql(restore_sql(TABLE, target, parent, "merge_it_batch"))
     assert _rows(spark, target) == _rows(spark, reference)
     names = {r[0]: r[1] for r in _rows(spark, target)}
     if between == "foreign":  # the batch's older changes of 2, 3, 8 lost to the foreign rows
         assert names == {1: "b1", 2: "f2", 3: "f3", 4: "old", 5: "f5", 6: "old", 7: "b7", 8: "f8"}
     else:
         assert names == {1: "b1", 2: "b2", 4: "old", 5: "old", 6: "old", 7: "b7", 8: "b8"}
+
+
+INSERT_ROWS = (
+    "(7, 'b7', 'c', array(1, 1, 50, 0, 0, 7), current_timestamp(), 'insert'), "
+    "(8, 'b8', 'c', array(1, 1, 50, 0, 0, 8), current_timestamp(), 'insert'), "
+    "(9, 'b9', 'c', array(1, 1, 50, 0, 0, 9), current_timestamp(), 'insert')"
+)
+FOREIGN_INSERTS = (  # after the classification: key 8 stored newer than the batch, 9 older
+    "INSERT INTO {t} VALUES (8, 'f8', 'c', array(1, 1, 90, 0, 0, 8), current_timestamp(), "
+    "false), (9, 'f9', 'c', array(1, 1, 10, 0, 0, 9), current_timestamp(), false)",
+)
+
+
+@pytest.mark.parametrize("between", ["nothing", "rewrite", "foreign"])
+def test_an_insert_only_merge_ends_as_the_guarded_one(
+    spark_world: SparkWorld, between: str
+) -> None:
+    """A batch of inserts only is MERGEd without a MATCHED branch (``matched=False``: an anti
+    join and an append). With nothing or a rewrite since the classification it inserts the
+    rows; a foreign commit that stored two of its keys (one newer, one older than the batch)
+    is found, and the guarded MERGE after it leaves the rows the guarded MERGE alone leaves."""
+    from cdcmirror.spark.commits import with_commit_props
+    from cdcmirror.spark.snapshot_guard import foreign_parent
+
+    spark = spark_world.spark
+    target, reference = "merge_it.inserts_only", "merge_it.inserts_guarded"
+    props = {"cdcmirror.query-id": "q-inserts", "cdcmirror.batch-id": "3"}
+    read = _classified_then(spark, (target, reference), INSERT_ROWS, between, FOREIGN_INSERTS)
+    sql = merge_sql(TABLE, target, "merge_it_batch", soft=False, guarded=False, matched=False)
+    assert "WHEN MATCHED" not in sql
+    plan = spark.sql(f"EXPLAIN {sql}").first()[0]
+    assert "LeftAnti" in plan and "Outer" not in plan, plan
+    with_commit_props(spark, props, lambda: spark.sql(sql))
+    parent = foreign_parent(spark, target, read, props)
+    assert (parent is not None) == (between == "foreign")
+    if parent is not None:
+        spark.sql(merge_sql(TABLE, target, "merge_it_batch", soft=False))
+    assert _rows(spark, target) == _rows(spark, reference)
+    names = {r[0]: r[1] for r in _rows(spark, target)}
+    assert names[7] == "b7" and names[9] == "b9"
+    assert names[8] == ("f8" if between == "foreign" else "b8")

@@ -155,6 +155,7 @@ def merge_sql(
     inserts: bool = True,
     placeholders: bool = True,
     guarded: bool = True,
+    matched: bool = True,
 ) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
@@ -166,44 +167,50 @@ def merge_sql(
     branch, which would have Spark join the whole table's side of it (an outer join).
     ``placeholders`` False: no change carries an unchanged-TOAST placeholder, so no stored
     value is read (``toast.kept_sql`` would have the scan read those columns of every row).
-    ``guarded`` False: no stored position is read again (``spark/snapshot_guard.py``)."""
+    ``guarded`` False: no stored position is read again (``spark/snapshot_guard.py``).
+    ``matched`` False: every change is an ``insert`` (no MATCHED branch: Spark appends the
+    rows its anti join with the table keeps, instead of an outer join that rewrites; a row
+    another writer stored since the classification is left as it is, so after a foreign
+    commit the guarded MERGE runs too, ``spark/table_apply.py``)."""
     n = source_length(table.dialect)
     guard = newer("s._cdc_position", "t._cdc_position", n) if guarded else "true"
     toast = set(toastable(table)) if placeholders else set()
-    cdc_set = (
-        "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
+    sets = [kept_sql(c) if c in toast else f"{q(c)} = s.{q(c)}" for c in table.names]
+    on_delete = f"UPDATE SET {_CDC_SET}, _cdc_deleted = true" if soft else "DELETE"
+    inserted = _not_matched_sql(table, soft, toast)
+    head = (
+        f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
+        f"AND {range_sql('t', bounds or {})} "
     )
-    sets = []
-    values = []
-    for c in table.names:
-        if c in toast:
-            sets.append(kept_sql(c))
-            values.append(inserted_sql(c))
-        else:
-            sets.append(f"{q(c)} = s.{q(c)}")
-            values.append(f"s.{q(c)}")
+    if not matched:
+        return head + inserted.lstrip()
+    return (
+        head + f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
+        f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
+        f"{', '.join(sets)}, {_CDC_SET}, _cdc_deleted = false" + (inserted if inserts else "")
+    )
+
+
+_CDC_SET = "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
+
+
+def _not_matched_sql(table: MirrorTable, soft: bool, toast: set[str]) -> str:
+    """The MERGE's NOT MATCHED branches: a row classified ``insert`` (``toast``: its columns
+    that may hold an unchanged-TOAST placeholder), and with ``soft`` deletes the stub of a
+    deleted row that is not stored."""
     columns = ", ".join(q(c) for c in _row_names(table))
+    values = [inserted_sql(c) if c in toast else f"s.{q(c)}" for c in table.names]
     insert_values = ", ".join([*values, "s._cdc_op", "s._cdc_position", "s._cdc_source_ts"])
+    absent = ""
     if soft:
-        on_delete = f"UPDATE SET {cdc_set}, _cdc_deleted = true"
         stub = ", ".join(
             [f"s.{q(c)}" if c in table.key else "NULL" for c in table.names]
             + ["s._cdc_op", "s._cdc_position", "s._cdc_source_ts", "true"]
         )
         absent = f" WHEN NOT MATCHED AND s._cdc_op = 'd' THEN INSERT ({columns}) VALUES ({stub})"
-    else:
-        on_delete = "DELETE"
-        absent = ""
-    inserted = (
+    return (
         f" WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({columns}) "
         f"VALUES ({insert_values}, false){absent}"
-    )
-    return (
-        f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
-        f"AND {range_sql('t', bounds or {})} "
-        f"WHEN MATCHED AND s._cdc_op = 'd' AND {guard} THEN {on_delete} "
-        f"WHEN MATCHED AND s._cdc_op <> 'd' AND {guard} THEN UPDATE SET "
-        f"{', '.join(sets)}, {cdc_set}, _cdc_deleted = false" + (inserted if inserts else "")
     )
 
 

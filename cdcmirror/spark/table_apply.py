@@ -225,11 +225,13 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
         with stats.phase("merge"):
             inserts = bool(stats.inserts or (tb.soft and stats.deletes))
             kept = bool(counts["placeholders"])
-            sql = merge_sql(
-                table, target, view + "_effective", tb.soft, bounds, inserts, kept, guarded=False
-            )
-            tb.commit(sql, data=True)
-            _restore_foreign(tb, read.id)
+            matched = bool(stats.updates or stats.deletes)  # else an append of the inserts
+            args = (table, target, view + "_effective", tb.soft, bounds, inserts, kept)
+            tb.commit(merge_sql(*args, guarded=False, matched=matched), data=True)
+            parent = foreign_parent(spark, target, read.id, tb.props)
+            if parent is not None:  # an insert-only MERGE left the rows it found stored
+                put_back = restore_sql(table, target, parent, view + "_effective")
+                _after_foreign(tb, read.id, put_back if matched else merge_sql(*args))
     # After the MERGE: a crash in between is healed by the re-run of this batch, which
     # finds the row gone and records the tombstone then ("absent").
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
@@ -238,18 +240,19 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     return dead
 
 
-def _restore_foreign(tb: TableBatch, read: int | None) -> None:
-    """After the unguarded MERGE: put back what it wrote over a foreign commit made since
-    the classification read snapshot ``read`` (``spark/snapshot_guard.py``)."""
-    parent = foreign_parent(tb.spark, tb.target, read, tb.props)
-    if parent is not None:
-        logger.warning(
-            "%s: a commit not made by this batch landed between its classification (snapshot "
-            "%s) and its MERGE; rows of its keys stored newer before the MERGE are put back",
-            tb.table.identifier,
-            read,
-        )
-        tb.commit(restore_sql(tb.table, tb.target, parent, tb.view + "_effective"))
+def _after_foreign(tb: TableBatch, read: int | None, sql: str) -> None:
+    """After the unguarded MERGE, committed on a snapshot that a foreign commit made since
+    the classification read snapshot ``read`` (``spark/snapshot_guard.py``): ``sql`` puts
+    back the rows of the batch's keys that were stored newer (``merge_sql.restore_sql``), or,
+    after an insert-only MERGE, which left the rows it found stored, MERGEs the batch with
+    the position guard."""
+    logger.warning(
+        "%s: a commit not made by this batch landed between its classification (snapshot "
+        "%s) and its MERGE; the batch's keys are written as the position guard decides",
+        tb.table.identifier,
+        read,
+    )
+    tb.commit(sql)
 
 
 def _classified(
