@@ -17,43 +17,13 @@ from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import Mirrored, make_config
-
-ROWS = 1_000_000
-# column -> (PostgreSQL type, PostgreSQL value of i, Spark value of i)
-COLUMNS = {
-    "name": ("text", "'customer ' || i || ' ÆØÅ'", "concat('customer ', i, ' ÆØÅ')"),
-    "qty": ("integer", "(i % 1000)::int", "CAST(i % 1000 AS INT)"),
-    "price": ("numeric(12,2)", "(i % 100000) * 0.01", "CAST((i % 100000) * 0.01 AS DECIMAL(12,2))"),
-    "born": (
-        "date",
-        "DATE '1950-01-01' + (i % 20000)::int",
-        "date_add(DATE'1950-01-01', CAST(i % 20000 AS INT))",
-    ),
-    "seen_at": (
-        "timestamp(6)",
-        "TIMESTAMP '2020-01-01' + (i * interval '1 second')",
-        "timestampadd(SECOND, i, TIMESTAMP_NTZ'2020-01-01 00:00:00')",
-    ),
-    "flag": ("boolean", "i % 3 = 0", "i % 3 = 0"),
-    "data": ("bytea", "decode(md5(i::text), 'hex')", "unhex(md5(CAST(i AS STRING)))"),
-}
+from integration_tests.million_env import COLUMNS, ROWS, million_source
+from integration_tests.mirror_fixture import Mirrored
 
 
 @pytest.fixture(scope="module")
 def million(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirrored]:
-    schema = services.unique("deep_pg")
-    table = f"{schema}.items"
-    columns = ", ".join(f"{n} {t}" for n, (t, _, _) in COLUMNS.items())
-    with services.pg_connect() as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, {columns})")
-        values = ", ".join(pg for _, pg, _ in COLUMNS.values())
-        conn.execute(f"INSERT INTO {table} SELECT i, {values} FROM generate_series(1, {ROWS}) AS i")
-        services.publish_schema(conn, schema)
-    config = make_config(
-        spark_world.config.base_dir, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE
-    )
+    schema, config = million_source("deep_pg", spark_world.config.base_dir)
     result = run_cli(config, "bootstrap", "--no-connector")
     assert result.exit_code == 0, result.output
     identifier = f"{schema}_mirror.items"

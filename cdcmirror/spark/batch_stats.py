@@ -41,6 +41,8 @@ class TableStats:
     phase_seconds: dict[str, float] = field(default_factory=dict)  # PHASES that ran
     spark_jobs: int = 0  # the Spark jobs of the table's work (decode to tombstones)
     replayed: int = 0  # a stream's events of a batch it had committed before: not written
+    keys_broadcast: bool = False  # stored rows cut to the batch's keys (merge_sql.broadcasts_keys)
+    inserts_only: bool = False  # MERGEd without a MATCHED branch (merge_sql.merge_sql)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -226,6 +226,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
             inserts = bool(stats.inserts or (tb.soft and stats.deletes))
             kept = bool(counts["placeholders"])
             matched = bool(stats.updates or stats.deletes)  # else an append of the inserts
+            stats.inserts_only = not matched
             args = (table, target, view + "_effective", tb.soft, bounds, inserts, kept)
             tb.commit(merge_sql(*args, guarded=False, matched=matched), data=True)
             parent = foreign_parent(spark, target, read.id, tb.props)
@@ -282,7 +283,7 @@ def _classified(
             spark, table, deduped, view + "_events", target, view, tb.soft, bounds
         )
     deduped.createOrReplaceTempView(view + "_deduped")
-    broadcast = broadcasts_keys(agg.applied, read.rows)
+    broadcast = tb.stats.keys_broadcast = broadcasts_keys(agg.applied, read.rows)
     stored = as_of(target, read.id)
     classified = spark.sql(
         classify_sql(table, view + "_deduped", stored, tombstones, tb.soft, bounds, broadcast)
