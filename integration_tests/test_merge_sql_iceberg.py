@@ -413,3 +413,46 @@ def test_an_insert_only_merge_ends_as_the_guarded_one(
     names = {r[0]: r[1] for r in _rows(spark, target)}
     assert names[7] == "b7" and names[9] == "b9"
     assert names[8] == ("f8" if between == "foreign" else "b8")
+
+
+def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: SparkWorld) -> None:
+    """``_entombed`` marks the deleted keys that have a tombstone; a batch with none such
+    records its tombstones without a MATCHED branch (an anti join and an append), one with
+    such a key moves that tombstone to the newer position."""
+    from cdcmirror.mirror.merge_sql import classify_sql, tombstone_merge_sql
+
+    spark = spark_world.spark
+    target, tombstones = "merge_it.entombed", "merge_it.entombed_deleted"
+    _setup(spark, target)
+    spark.sql(f"DROP TABLE IF EXISTS {tombstones}")
+    spark.sql(
+        f"CREATE TABLE {tombstones} (id BIGINT, _cdc_position ARRAY<BIGINT>, "
+        "_cdc_source_ts TIMESTAMP) USING iceberg"
+    )
+    spark.sql(
+        f"INSERT INTO {target} SELECT id, 'stored', 'c', array(1, 1, 20, 0, 0, id), "
+        "current_timestamp(), false FROM range(1, 3)"
+    )
+    spark.sql(f"INSERT INTO {tombstones} VALUES (2, array(1, 1, 10, 0, 0, 2), current_timestamp())")
+    rows = ", ".join(
+        f"({i}, NULL, 'd', array(1, 1, 30, 0, 0, {i}), current_timestamp())" for i in (1, 2, 9)
+    )
+    spark.sql(
+        f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
+    ).createOrReplaceTempView("merge_it_deletes")
+    classified = spark.sql(classify_sql(TABLE, "merge_it_deletes", target, tombstones, False))
+    got = {r.id: (r._action, r._entombed) for r in classified.collect()}
+    assert got == {1: ("delete", False), 2: ("delete", True), 9: ("absent", False)}
+    classified.where("id <> 2").createOrReplaceTempView("merge_it_not_entombed")
+    appended = tombstone_merge_sql(TABLE, tombstones, "merge_it_not_entombed", matched=False)
+    plan = spark.sql(f"EXPLAIN {appended}").first()[0]
+    assert "AppendData" in plan and "LeftAnti" in plan and "WriteDelta" not in plan, plan
+    spark.sql(appended)
+    classified.where("id = 2").createOrReplaceTempView("merge_it_entombed")
+    spark.sql(tombstone_merge_sql(TABLE, tombstones, "merge_it_entombed"))
+    stored = spark.sql(f"SELECT id, _cdc_position FROM {tombstones} ORDER BY id").collect()
+    assert [(r.id, list(r._cdc_position)) for r in stored] == [
+        (1, [1, 1, 30, 0, 0, 1]),
+        (2, [1, 1, 30, 0, 0, 2]),
+        (9, [1, 1, 30, 0, 0, 9]),
+    ]

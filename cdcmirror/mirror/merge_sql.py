@@ -83,11 +83,12 @@ def classify_sql(
     bounds: Bounds | None = None,
     broadcast: bool = False,
 ) -> str:
-    """Each deduplicated event with ``_action``: what it does to the stored row, and
+    """Each deduplicated event with ``_action``: what it does to the stored row,
     ``_backwards``: a stale event that comes from a restarted source history
-    (``positions.went_backwards_sql``). ``bounds``: the batch's key range (``key_range.py``),
-    so only stored rows inside it are read. ``broadcast``: the stored rows are first cut to
-    the batch's keys by a semi join with them broadcast (``_stored_sql``)."""
+    (``positions.went_backwards_sql``), and ``_entombed``: its key has a tombstone.
+    ``bounds``: the batch's key range (``key_range.py``), so only stored rows inside it are
+    read. ``broadcast``: the stored rows are first cut to the batch's keys by a semi join
+    with them broadcast (``_stored_sql``)."""
     n = source_length(table.dialect)
     stale_tomb = ""
     join_tomb = ""
@@ -95,6 +96,7 @@ def classify_sql(
         "s._cdc_position", "s._cdc_source_ts", "t._cdc_position", "t._cdc_source_ts", n
     )
     stored = "t._cdc_position AS _stored_position, t._cdc_source_ts AS _stored_ts"
+    entombed = "false"
     if tombstones:
         stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast)
         join_tomb = f" LEFT JOIN {stored_tomb} tb ON {_on(table, 's', 'tb')}"
@@ -109,6 +111,7 @@ def classify_sql(
             "coalesce(t._cdc_position, tb._cdc_position) AS _stored_position, "
             "coalesce(t._cdc_source_ts, tb._cdc_source_ts) AS _stored_ts"
         )
+        entombed = "tb._cdc_position IS NOT NULL"
     absent_delete = "'delete'" if soft else "'absent'"
     action = (
         f"CASE {stale_tomb}"
@@ -119,7 +122,8 @@ def classify_sql(
     )
     return (
         "SELECT * EXCEPT (_gap), (_action = 'stale' AND coalesce(_gap, false)) AS _backwards "
-        f"FROM (SELECT s.*, {action} AS _action, ({backwards}) AS _gap, {stored} "
+        f"FROM (SELECT s.*, {action} AS _action, ({backwards}) AS _gap, {stored}, "
+        f"{entombed} AS _entombed "
         f"FROM {deduped} s "
         f"LEFT JOIN {_stored_sql(table, target, deduped, bounds, broadcast)} t "
         f"ON {_on(table, 's', 't')}"
@@ -239,17 +243,22 @@ def tombstone_merge_sql(
     tombstones: str,
     changes: str,
     bounds: Bounds | None = None,
+    matched: bool = True,
 ) -> str:
-    """Record the position of every hard-deleted key (also keys deleted before they landed)."""
+    """Record the position of every hard-deleted key (also keys deleted before they landed).
+    ``matched`` False: none of those keys had a tombstone when the batch was classified
+    (``_entombed``), so the new ones are appended (an anti join, no outer join)."""
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
+    update = (
+        f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
+        "THEN UPDATE SET _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts "
+    )
     return (
         f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position, _cdc_source_ts "
         f"FROM {changes} WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
-        f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
-        "THEN UPDATE SET _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts "
-        "WHEN NOT MATCHED THEN INSERT *"
+        f"{update if matched else ''}WHEN NOT MATCHED THEN INSERT *"
     )
 
 

@@ -237,7 +237,8 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     # finds the row gone and records the tombstone then ("absent").
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
         with stats.phase("tombstones"):
-            tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds))
+            entombed = bool(counts["entombed"])  # else the tombstones are appended
+            tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds, entombed))
     return dead
 
 
@@ -307,6 +308,7 @@ def _count_exprs(table: MirrorTable) -> list[Any]:
         F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
         F.expr("count_if(_backwards)").alias("backwards"),
         F.expr(f"count_if({placeholder_sql(table)})").alias("placeholders"),
+        F.expr("count_if(_entombed AND _action IN ('delete', 'absent'))").alias("entombed"),
     ]
 
 
@@ -327,4 +329,6 @@ def _count_actions(
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
     placeholders = int(metrics["placeholders"])
-    return {**counts, "unknown": int(metrics["unknown"]), "placeholders": placeholders}
+    entombed = int(metrics["entombed"])
+    unknown = int(metrics["unknown"])
+    return {**counts, "unknown": unknown, "placeholders": placeholders, "entombed": entombed}
