@@ -171,6 +171,14 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
     assert [r[0] for r in spark.sql(f"SELECT name FROM {target}").collect()] == ["plain"]
 
 
+def _tombstones_table(spark: Any, name: str) -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(
+        f"CREATE TABLE {name} (id BIGINT, _cdc_position ARRAY<BIGINT>, "
+        "_cdc_source_ts TIMESTAMP) USING iceberg"
+    )
+
+
 @pytest.mark.parametrize("broadcast", [False, True])
 def test_changes_of_a_restarted_source_history_are_told_from_replays(
     spark_world: SparkWorld, broadcast: bool
@@ -184,11 +192,7 @@ def test_changes_of_a_restarted_source_history_are_told_from_replays(
     spark = spark_world.spark
     target, tombstones = "merge_it.history", "merge_it.history_deleted"
     _setup(spark, target)
-    spark.sql(f"DROP TABLE IF EXISTS {tombstones}")
-    spark.sql(
-        f"CREATE TABLE {tombstones} (id BIGINT, _cdc_position ARRAY<BIGINT>, "
-        "_cdc_source_ts TIMESTAMP) USING iceberg"
-    )
+    _tombstones_table(spark, tombstones)
     at = "TIMESTAMP '2026-01-01 10:00:00'"
     spark.sql(
         f"INSERT INTO {target} SELECT id, 'stored', 'u', array(1, 26, 9000, 0, 0, id), {at}, "
@@ -424,11 +428,7 @@ def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: Spark
     spark = spark_world.spark
     target, tombstones = "merge_it.entombed", "merge_it.entombed_deleted"
     _setup(spark, target)
-    spark.sql(f"DROP TABLE IF EXISTS {tombstones}")
-    spark.sql(
-        f"CREATE TABLE {tombstones} (id BIGINT, _cdc_position ARRAY<BIGINT>, "
-        "_cdc_source_ts TIMESTAMP) USING iceberg"
-    )
+    _tombstones_table(spark, tombstones)
     spark.sql(
         f"INSERT INTO {target} SELECT id, 'stored', 'c', array(1, 1, 20, 0, 0, id), "
         "current_timestamp(), false FROM range(1, 3)"
