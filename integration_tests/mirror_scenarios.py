@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -33,6 +34,16 @@ WORKLOAD_BATCHES = pytest.mark.parametrize(
     ],
     ids=["one-batch", "small-batches", "small-batches-full"],
 )
+
+
+def batch_lines(caplog: pytest.LogCaptureFixture, identifier: str) -> list[dict[str, Any]]:
+    """The in-process mirror's batch lines for this table, of batches with its events."""
+    lines = [
+        json.loads(r.getMessage().split("mirror batch ", 1)[1])
+        for r in caplog.records
+        if r.getMessage().startswith("mirror batch {")
+    ]
+    return [line for line in lines if line["table"] == identifier and line["events"]]
 
 
 def settle(m: Mirrored | None = None) -> None:

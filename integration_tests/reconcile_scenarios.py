@@ -31,8 +31,13 @@ def only_table(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def in_sync_after_workload(m: Mirrored, operations: int, not_hashed: list[str]) -> None:
-    rows = sc.workload_then_same(m, operations)
-    code, report = reconcile(m, "--deep", "--settle", "30")
+    deep_in_sync(m, sc.workload_then_same(m, operations), not_hashed)
+
+
+def deep_in_sync(m: Mirrored, rows: int, not_hashed: list[str], settle: str = "30") -> None:
+    """``reconcile --deep`` finds the table in sync with its ``rows`` rows, at the mirror's
+    newest snapshot, every column compared but ``not_hashed``."""
+    code, report = reconcile(m, "--deep", "--settle", settle)
     table = only_table(report)
     assert code == 0, json.dumps(table, indent=1)
     assert table["status"] == "in sync"

@@ -10,7 +10,6 @@ The source is filled by ``generate_series`` and loaded by Spark (``bootstrap`` w
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import random
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
+from integration_tests import mirror_scenarios as sc
 from integration_tests import reconcile_scenarios as rc
 from integration_tests import services
 from integration_tests.conftest import SparkWorld
@@ -133,12 +133,7 @@ def _mirror(m: Mirrored, caplog: pytest.LogCaptureFixture, per_batch: int) -> li
     caplog.clear()
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         mirror(load_config(m.config_path, environ=env), available_now=True)
-    lines = [
-        json.loads(r.getMessage().split("mirror batch ", 1)[1])
-        for r in caplog.records
-        if r.getMessage().startswith("mirror batch {")
-    ]
-    return [x for x in lines if x["table"] == m.identifier and x["events"]]
+    return sc.batch_lines(caplog, m.identifier)
 
 
 def _same_touched(m: Mirrored, touched: set[int]) -> None:
@@ -164,14 +159,6 @@ def _same_touched(m: Mirrored, touched: set[int]) -> None:
     assert not wrong, wrong[:3]
 
 
-def _in_sync(m: Mirrored, rows: int) -> None:
-    code, report = rc.reconcile(m, "--deep", "--settle", "0")
-    table = rc.only_table(report)
-    assert code == 0 and table["status"] == "in sync", json.dumps(table, indent=1)
-    assert table["source_rows"] == table["mirror_rows"] == rows
-    assert table["deep"]["columns_not_compared"] == []
-
-
 def test_random_workload_on_a_million_rows_in_one_batch_then_in_small_ones(
     big: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -195,4 +182,4 @@ def test_random_workload_on_a_million_rows_in_one_batch_then_in_small_ones(
     lines = _mirror(big, caplog, 300)
     assert len(lines) >= 2 and all(x["inserts_only"] for x in lines), lines
     _same_touched(big, work.touched)
-    _in_sync(big, len(work.ids))  # every row, the untouched ones too
+    rc.deep_in_sync(big, len(work.ids), [], settle="0")  # every row, the untouched ones too

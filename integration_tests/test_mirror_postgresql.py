@@ -125,16 +125,6 @@ def test_random_workload_snapshot_and_stream(pg: Mirrored) -> None:
     assert rows > 100
 
 
-def batch_lines(caplog: pytest.LogCaptureFixture, identifier: str) -> list[dict[str, Any]]:
-    """The in-process mirror's batch lines for this table, of batches with its events."""
-    lines = [
-        json.loads(r.getMessage().split("mirror batch ", 1)[1])
-        for r in caplog.records
-        if r.getMessage().startswith("mirror batch {")
-    ]
-    return [line for line in lines if line["table"] == identifier and line["events"]]
-
-
 def test_batch_line_reports_the_lag_at_commit(
     pg: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -145,7 +135,7 @@ def test_batch_line_reports_the_lag_at_commit(
     sc.settle(pg)
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
-    mine = batch_lines(caplog, pg.identifier)
+    mine = sc.batch_lines(caplog, pg.identifier)
     assert mine, caplog.text
     for line in mine:
         newest, p50, most = line["lag_seconds"], line["lag_p50_seconds"], line["lag_max_seconds"]
@@ -175,7 +165,7 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     sc.settle(pg)
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
-    mine = batch_lines(caplog, pg.identifier)
+    mine = sc.batch_lines(caplog, pg.identifier)
     assert len(mine) == 1, mine
     counts = {k: mine[0][k] for k in ("inserts", "updates", "deletes", "duplicates", "stale")}
     # 10 change events on 6 keys: new, new+2 and new+3 inserted, `stored` updated, `rekeyed`

@@ -328,7 +328,4 @@ def _count_actions(
     stats.updates = counts.get("update", 0)
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
-    placeholders = int(metrics["placeholders"])
-    entombed = int(metrics["entombed"])
-    unknown = int(metrics["unknown"])
-    return {**counts, "unknown": unknown, "placeholders": placeholders, "entombed": entombed}
+    return {**counts, **{k: int(metrics[k]) for k in ("unknown", "placeholders", "entombed")}}
