@@ -4,7 +4,7 @@
 # Build context: the repository root (see docker-compose.yml).
 FROM python:3.11-slim-bookworm
 RUN apt-get update && \
-    apt-get install -y --no-install-recommends openjdk-17-jre-headless maven procps && \
+    apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven procps && \
     rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/cdcmirror
 COPY pyproject.toml README.md ./

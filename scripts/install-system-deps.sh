@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # System packages cdcmirror's development and CI need, from Debian, when missing:
-# a JDK 17+ (Kafka, Connect, Spark), Maven (resolves the pinned jars), the docker-compose
+# a JDK 17+ (Kafka, Connect, Spark; its javac builds cdcmirror's local file system for
+# Spark, cdcmirror/jvm/local_fs.py), Maven (resolves the pinned jars), the docker-compose
 # client (validates compose/; no engine needed). Databases: scripts/provision-sources.sh.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+{ command -v java && command -v javac; } >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
   missing+=(docker-compose)

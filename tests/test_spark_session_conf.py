@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
 from cdcmirror.config import load_config
+from cdcmirror.jvm import local_fs
 from cdcmirror.spark.session import LAUNCH_KEYS, session_conf
 
 
@@ -47,3 +51,39 @@ def test_s3a_settings_default_to_the_catalogs_s3_properties(tmp_path: Path) -> N
     assert conf["spark.hadoop.fs.s3a.access.key"] == "other"
     plain = session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")
     assert not [k for k in plain if k.startswith("spark.hadoop.fs.s3a.")]
+
+
+def _with_local_fs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    jar = tmp_path / "cdcmirror-local-fs.jar"
+    monkeypatch.setattr(local_fs, "built_jar", lambda root=None: jar)
+    return jar
+
+
+def test_a_local_session_uses_the_built_local_file_system(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    jar = _with_local_fs(monkeypatch, tmp_path)
+    (tmp_path / "cdcmirror.toml").write_text(
+        '[spark.conf]\n"spark.driver.extraClassPath" = "/u/mine.jar"\n'
+    )
+    conf = session_conf(load_config(environ={}, cwd=tmp_path), "app")
+    assert conf["spark.hadoop.fs.file.impl"] == local_fs.FILE_IMPL
+    assert conf["spark.hadoop.fs.AbstractFileSystem.file.impl"] == local_fs.CONTEXT_IMPL
+    # on the JVM's class path (spark-submit reads spark.jars through it), the user's kept
+    assert conf["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/u/mine.jar"
+
+
+def test_the_local_file_system_is_left_out_where_it_does_not_apply(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _with_local_fs(monkeypatch, tmp_path)
+    cluster = {"CDCMIRROR_SPARK__MASTER": "spark://h:7077"}
+    own = {"CDCMIRROR_SPARK__CONF__SPARK.HADOOP.FS.FILE.IMPL": "x.Mine"}
+    for env, under_submit in ((cluster, False), ({}, True)):
+        conf = session_conf(load_config(environ=env, cwd=tmp_path), "app", under_submit)
+        assert not {k for k in conf if ".file.impl" in k or "extraClassPath" in k}, conf
+    conf = session_conf(load_config(environ=own, cwd=tmp_path), "app")
+    assert conf["spark.hadoop.fs.file.impl"] == "x.Mine"  # the user's setting wins
+    monkeypatch.setattr(local_fs, "built_jar", lambda root=None: None)  # no JDK: not built
+    conf = session_conf(load_config(environ={}, cwd=tmp_path), "app")
+    assert not {k for k in conf if ".file.impl" in k}, conf

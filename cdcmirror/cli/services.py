@@ -79,10 +79,16 @@ def jars() -> None:
 @click.pass_context
 @handle_errors
 def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
-    """Download the jar groups (all by default) from Maven Central unless already cached."""
+    """Download the jar groups (all by default) from Maven Central unless already cached;
+    build cdcmirror's local file system for Spark (``jvm/local_fs.py``) with the JDK."""
+    from cdcmirror.jvm.local_fs import build_jar
     from cdcmirror.jvm.resolve import resolve_all
 
     result = resolve_all(names=groups or None, progress=_say)
+    if not groups or "spark" in groups:
+        built = build_jar(progress=_say)
+        if built is not None:
+            result["local-fs"] = built.parent
     if ctx.obj["output"] == "json":
         click.echo(json.dumps({k: str(v) for k, v in result.items()}, indent=2))
     else:

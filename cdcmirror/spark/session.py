@@ -16,6 +16,7 @@ from cdcmirror.catalog_properties import (
     spark_catalog_conf,
 )
 from cdcmirror.config import Config
+from cdcmirror.jvm import local_fs
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.s3a_settings import HADOOP_PREFIX, s3a_settings
@@ -81,6 +82,7 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     ``under_submit``: spark-submit started the JVM, so master, jars and driver settings
     are its own (``--master``, ``--jars``, ``--driver-memory``), not these."""
     state = config.state_dir
+    built = local_fs.built_jar()
     conf = {
         "spark.app.name": app_name,
         "spark.master": config.spark.master,
@@ -106,11 +108,17 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
     }
     conf.update(spark_catalog_conf(config))
+    # local files without a process each (jvm/local_fs.py)
+    fast = local_fs.spark_conf(config.spark.master, None if under_submit else built)
+    conf.update(fast)
     user = {str(k): str(v) for k, v in dict(config.spark.conf).items()}
     # the checkpoint on S3 (s3a://) reaches the store the catalog's s3.* properties name
     s3a = s3a_settings(pyiceberg_properties(config), user)
     conf.update({HADOOP_PREFIX + k: v for k, v in s3a.items()})
     conf.update(user)
+    if fast:  # on the JVM's class path: spark-submit reads spark.jars through it
+        path = conf.get("spark.driver.extraClassPath")
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(filter(None, (str(built), path)))
     if under_submit:
         for key in LAUNCH_KEYS:
             conf.pop(key, None)
