@@ -23,7 +23,7 @@ system-deps: ## JDK, Maven, docker-compose client from Debian (when missing)
 provision: ## PostgreSQL (logical replication) + MariaDB (row binlog), started
 	bash scripts/provision-sources.sh
 
-jars: install system-deps ## resolve the pinned JVM jars into ~/.cache/cdcmirror/jars
+jars: install system-deps ## resolve the pinned JVM jars into ~/.cache/cdcmirror/jars, build the local file system for Spark (needs javac)
 	$(CLI) jars resolve
 
 stack-up: jars ## Kafka (KRaft) + Kafka Connect with Debezium on 127.0.0.1

@@ -17,7 +17,8 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * creates, and {@code readlink} for every rename through FileContext (Spark's streaming
  * checkpoint): about 5-10 ms each on a small host, several per Iceberg commit. Here the same
  * permission is set with one system call, and a path that is not a symbolic link is looked
- * up directly; a symbolic link is left to Hadoop.
+ * up directly; a symbolic link, and a file system without POSIX permissions, are left to
+ * Hadoop.
  */
 public class NoForkRawLocalFileSystem extends RawLocalFileSystem {
   @Override
@@ -29,7 +30,11 @@ public class NoForkRawLocalFileSystem extends RawLocalFileSystem {
         PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE);
     grant(set, permission.getOtherAction(), PosixFilePermission.OTHERS_READ,
         PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
-    Files.setPosixFilePermissions(pathToFile(p).toPath(), set);
+    try {
+      Files.setPosixFilePermissions(pathToFile(p).toPath(), set);
+    } catch (UnsupportedOperationException e) {
+      super.setPermission(p, permission); // a file system without POSIX permissions
+    }
   }
 
   @Override
