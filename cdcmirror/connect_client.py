@@ -17,6 +17,7 @@ from cdcmirror.http_auth import basic_auth
 
 logger = logging.getLogger(__name__)
 
+STALE_FAILURE = 20.0  # seconds Connect may still report a restarted task as FAILED
 CONFLICT_WAIT = 60.0  # seconds a request is asked again while Connect answers a momentary 409
 
 
@@ -179,18 +180,30 @@ class ConnectClient:
         """Forget a STOPPED connector's offsets (it starts over, with a new snapshot)."""
         self._request("DELETE", self._path(name, "/offsets"))
 
-    def wait_running(self, name: str, timeout: float = 90.0) -> dict[str, Any]:
-        """Wait until the connector and all its tasks are RUNNING; fail with the trace if not."""
-        deadline = time.monotonic() + timeout
+    def failed(self, name: str) -> bool:
+        """Whether the connector or one of its tasks is FAILED."""
+        status = self.status(name)
+        return "FAILED" in [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+
+    def wait_running(
+        self, name: str, timeout: float = 90.0, restarted: bool = False
+    ) -> dict[str, Any]:
+        """Wait until the connector and all its tasks are RUNNING; fail with the trace if not.
+        ``restarted``: what FAILED was just restarted (or given a new config), so Connect's
+        status may still say FAILED for up to ``STALE_FAILURE`` seconds; a FAILED after
+        another state, or past that time, is a failure."""
+        start = time.monotonic()
         status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
+        while time.monotonic() < start + timeout:
             try:
                 status = self.status(name)
             except ConnectorError:
                 time.sleep(0.5)
                 continue
             states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
-            if "FAILED" in states:
+            if "FAILED" not in states:
+                restarted = False
+            elif not restarted or time.monotonic() > start + STALE_FAILURE:
                 traces = [t.get("trace", "") for t in status["tasks"] if t["state"] == "FAILED"]
                 trace = (traces or [status["connector"].get("trace", "")])[0]
                 raise ConnectorError(

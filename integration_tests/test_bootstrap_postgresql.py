@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cdcmirror.bootstrap.connector import connector_name
 from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
@@ -157,6 +159,31 @@ def test_second_run_is_a_no_op(pg_source: PgSource) -> None:
     assert report["connector"]["action"] == "unchanged"
     after = {n: t.metadata_location for n, t in _tables(pg_source).items()}  # type: ignore[attr-defined]
     assert after == before, "a second bootstrap must not commit anything"
+
+
+def _wait_failed(name: str, timeout: float = 90.0) -> None:
+    client = services.connect_client()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = client.status(name)
+        if "FAILED" in [t["state"] for t in status["tasks"]]:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"connector {name} did not fail: {client.status(name)}")
+
+
+def test_bootstrap_brings_a_failed_connector_back(pg_source: PgSource) -> None:
+    """A connector whose task FAILED (its config was changed by hand to a publication that
+    does not exist) is RUNNING after bootstrap puts its config back."""
+    name = connector_name(load_config(pg_source.config, environ={}).source.name)
+    client = services.connect_client()
+    wrong = {**client.config(name), "publication.name": "no_such_publication"}
+    client.put(name, {**wrong, "publication.autocreate.mode": "disabled"}, validate=False)
+    _wait_failed(name)
+    result = run_cli(pg_source.config, "bootstrap", "--output", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["connector"]["action"], report["connector"]["state"]) == ("update", "RUNNING")
 
 
 def test_add_column_then_bootstrap_adds_it(pg_source: PgSource) -> None:

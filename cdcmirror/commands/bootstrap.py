@@ -316,9 +316,13 @@ def _register(
     result = ConnectorResult(plan.name, action, masked(plan.config))
     if dry_run:
         return result
+    failed = current is not None and client.failed(plan.name)
     if action != "unchanged":
         client.put(plan.name, plan.config, validate=False)
         logger.info("%sd connector %s", action, plan.name)
-    status = client.wait_running(plan.name, timeout=wait_timeout)
+    if failed:
+        client.restart_failed(plan.name)
+        logger.info("connector %s had FAILED: restarted what FAILED", plan.name)
+    status = client.wait_running(plan.name, timeout=wait_timeout, restarted=failed)
     result.state = status["connector"]["state"]
     return result
