@@ -13,7 +13,6 @@ uses Hadoop's own classes: the same files, only slower."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdcmirror import paths
+from cdcmirror.jvm.pyspark_jars import pyspark_jars_dir
 
 SOURCES = Path(__file__).parent / "java"
 JAR_NAME = "cdcmirror-local-fs.jar"
@@ -35,10 +35,9 @@ _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 
 def _hadoop_jar() -> Path | None:
     """pyspark's ``hadoop-client-api`` jar, the classes the sources compile against."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
+    jars = pyspark_jars_dir()
+    if jars is None:
         return None
-    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
     found = sorted(jars.glob("hadoop-client-api-*.jar"))
     return found[-1] if found else None
 

@@ -6,7 +6,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from cdcmirror.catalog_properties import (
@@ -18,33 +17,11 @@ from cdcmirror.catalog_properties import (
 from cdcmirror.config import Config
 from cdcmirror.jvm import local_fs
 from cdcmirror.jvm.manifest import load_manifest
+from cdcmirror.jvm.pyspark_jars import artifact_name, pyspark_jar_names
 from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.s3a_settings import HADOOP_PREFIX, s3a_settings
 
 logger = logging.getLogger(__name__)
-
-
-def pyspark_jar_names() -> set[str]:
-    """Artifact names (version stripped) of the jars pyspark itself ships."""
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    return {_artifact_name(p.name) for p in jars.glob("*.jar")}
-
-
-def _artifact_name(filename: str) -> str:
-    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``.
-
-    >>> _artifact_name("iceberg-spark-runtime-4.0_2.13-1.11.0.jar")
-    'iceberg-spark-runtime-4.0_2.13'
-    """
-    stem = filename.removesuffix(".jar")
-    parts = stem.split("-")
-    for i in range(len(parts) - 1, 0, -1):
-        if parts[i][:1].isdigit():
-            stem = "-".join(parts[:i])
-            break
-    return stem
 
 
 def spark_jars(config: Config) -> list[str]:
@@ -59,7 +36,7 @@ def spark_jars(config: Config) -> list[str]:
     return [
         str(p)
         for p in group_jars(load_manifest().groups["spark"])
-        if _artifact_name(p.name) not in shipped
+        if artifact_name(p.name) not in shipped
     ]
 
 
@@ -82,7 +59,6 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     ``under_submit``: spark-submit started the JVM, so master, jars and driver settings
     are its own (``--master``, ``--jars``, ``--driver-memory``), not these."""
     state = config.state_dir
-    built = local_fs.built_jar()
     conf = {
         "spark.app.name": app_name,
         "spark.master": config.spark.master,
@@ -109,7 +85,8 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     }
     conf.update(spark_catalog_conf(config))
     # local files without a process each (jvm/local_fs.py)
-    fast = local_fs.spark_conf(config.spark.master, None if under_submit else built)
+    built = None if under_submit else local_fs.built_jar()
+    fast = local_fs.spark_conf(config.spark.master, built)
     conf.update(fast)
     user = {str(k): str(v) for k, v in dict(config.spark.conf).items()}
     # the checkpoint on S3 (s3a://) reaches the store the catalog's s3.* properties name
