@@ -62,6 +62,12 @@ KEYS = {
 }
 
 
+IDENTITIES = (
+    "ALTER TABLE {schema}.events_log REPLICA IDENTITY FULL",
+    "ALTER TABLE {schema}.by_email REPLICA IDENTITY USING INDEX by_email_email_key",
+)
+
+
 @dataclass
 class PgSource:
     schema: str
@@ -79,10 +85,21 @@ def pg_source(
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(FIXTURE.read_text("utf-8").replace("{schema}", schema))
+        for statement in IDENTITIES:  # published without them, UPDATE and DELETE fail
+            conn.execute(statement.format(schema=schema))
         services.publish_schema(conn, schema)
     work = tmp_path_factory.mktemp("bootstrap-pg")
-    config = write_config(
-        work,
+    config = _config(work, schema)
+    try:
+        yield PgSource(schema, schema, f"{schema}_mirror", config)
+    finally:
+        services.drop_published_schema(schema, f"cdcmirror-{schema}")
+
+
+def _config(directory: Path, schema: str) -> Path:
+    """The config of a source of the schema's tables, mirrored into ``<schema>_mirror``."""
+    return write_config(
+        directory,
         source={
             "dialect": "postgresql",
             "url": f"postgresql://cdc@127.0.0.1:5432/{services.TEST_DATABASE}",
@@ -91,10 +108,6 @@ def pg_source(
         },
         iceberg={"namespace": f"{schema}_mirror"},
     )
-    try:
-        yield PgSource(schema, schema, f"{schema}_mirror", config)
-    finally:
-        services.drop_published_schema(schema, f"cdcmirror-{schema}")
 
 
 def _tables(src: PgSource) -> dict[str, object]:
@@ -102,29 +115,51 @@ def _tables(src: PgSource) -> dict[str, object]:
     return {name: catalog.load_table(f"{src.namespace}.{name}") for name in EXPECTED}
 
 
+@pytest.mark.serial  # the shared publication holds tables no bootstrap accepts meanwhile
 def test_tables_without_replica_identity_stop_bootstrap_before_anything(
-    pg_source: PgSource,
+    stack: Stack, postgres: None, tmp_path: Path
 ) -> None:
-    """The published schema has a keyless table and one keyed by a unique index: PostgreSQL
+    """A published schema with a keyless table and one keyed by a unique index: PostgreSQL
     refuses UPDATE and DELETE on them. bootstrap (and its dry run) stops with exit 2 before
     anything is created, naming each table and the statement that fixes it."""
-    table = f"{pg_source.schema}.events_log"
+    schema = services.unique("bs_ri")
+    with services.pg_connect() as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.numbers (id bigint PRIMARY KEY, n integer)")
+        conn.execute(f"CREATE TABLE {schema}.events_log (happened_at timestamptz NOT NULL)")
+        conn.execute(
+            f"CREATE TABLE {schema}.by_email (email varchar(100) NOT NULL, "
+            "CONSTRAINT by_email_email_key UNIQUE (email))"
+        )
+        conn.execute(  # keyed, so its partitions are fine
+            f"CREATE TABLE {schema}.measurements (logdate date PRIMARY KEY) "
+            "PARTITION BY RANGE (logdate)"
+        )
+        conn.execute(
+            f"CREATE TABLE {schema}.measurements_2025 PARTITION OF {schema}.measurements "
+            "FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')"
+        )
+        services.publish_schema(conn, schema)
+    config = _config(tmp_path, schema)
+    try:
+        _refused_until_fixed(schema, config)
+    finally:
+        services.drop_published_schema(schema)
+
+
+def _refused_until_fixed(schema: str, config: Path) -> None:
+    table = f"{schema}.events_log"
     with services.pg_connect() as conn, pytest.raises(Exception, match="replica identity"):
         conn.execute(f"DELETE FROM {table}")
     for args in (["--dry-run"], []):
-        result = run_cli(pg_source.config, "bootstrap", *args)
+        result = run_cli(config, "bootstrap", *args)
         assert result.exit_code == 2, result.output
         assert "Traceback" not in result.output
         assert f"ALTER TABLE {table} REPLICA IDENTITY FULL;" in result.output
-        assert (
-            f"ALTER TABLE {pg_source.schema}.by_email REPLICA IDENTITY USING INDEX "
-            in result.output
-        )
+        assert f"ALTER TABLE {schema}.by_email REPLICA IDENTITY USING INDEX " in result.output
         assert "measurements" not in result.output and ".numbers" not in result.output
-    catalog = load_catalog(load_config(pg_source.config, environ={}))
-    assert not catalog.list_namespaces() or (pg_source.namespace,) not in (
-        catalog.list_namespaces()
-    ), "nothing may be created"
+    catalog = load_catalog(load_config(config, environ={}))
+    assert (f"{schema}_mirror",) not in catalog.list_namespaces(), "nothing may be created"
     statements = [
         line.strip() for line in result.output.splitlines() if line.strip().startswith("ALTER")
     ]
