@@ -46,14 +46,9 @@ from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.rejected_schemas import reject_schemas
+from cdcmirror.spark.shuffle_size import ShuffleSize
 from cdcmirror.spark.single_pass import once_records, one_table, streams_only
-from cdcmirror.spark.stream_apply import (
-    Evolve,
-    StreamBatch,
-    StreamParts,
-    StreamTable,
-    streams_in,
-)
+from cdcmirror.spark.stream_apply import Evolve, StreamBatch, StreamParts, StreamTable, streams_in
 from cdcmirror.spark.table_apply import NewSchemas, TableBatch, apply_decoded
 from cdcmirror.spark.tombstones import TombstoneTables
 
@@ -118,6 +113,7 @@ class Applier:
         self._lock = threading.Lock()
         self.gate = BatchGate()
         self._avro = AvroFrames()
+        self._shuffle = ShuffleSize(spark)  # each batch's, sized to its events
         self._tombstones = TombstoneTables(options.internal_namespace)
         # the row schemas each table took (JSON with schemas)
         self._known = options.known_schemas or KnownSchemas()
@@ -209,6 +205,7 @@ class Applier:
         """Apply the tables (``decoded``: the batch as they read it) and the streams
         (``records``: the batch's Kafka records) concurrently, then ``_finish``
         (``read_seconds`` < 0: the streams read the batch once, no first look)."""
+        self._shuffle.size(self.batch_spark, [p for _, p in work], [p for _, p in streams])
         with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
             futures = [
                 pool.submit(self._apply_counted, decoded, batch_id, table, parts)
