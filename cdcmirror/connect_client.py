@@ -37,6 +37,11 @@ def momentary(code: int, detail: str) -> bool:
     return code == 409 and ("momentarily" in words or "rebalance" in words)
 
 
+def _states(status: dict[str, Any]) -> list[str]:
+    """The connector's state followed by each task's."""
+    return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+
+
 class _Momentary(ConnectorError):
     """A 409 that goes away by itself (see ``momentary``)."""
 
@@ -182,8 +187,7 @@ class ConnectClient:
 
     def failed(self, name: str) -> bool:
         """Whether the connector or one of its tasks is FAILED."""
-        status = self.status(name)
-        return "FAILED" in [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+        return "FAILED" in _states(self.status(name))
 
     def wait_running(
         self, name: str, timeout: float = 90.0, restarted: bool = False
@@ -200,7 +204,7 @@ class ConnectClient:
             except ConnectorError:
                 time.sleep(0.5)
                 continue
-            states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+            states = _states(status)
             if "FAILED" not in states:
                 restarted = False
             elif not restarted or time.monotonic() > start + STALE_FAILURE:
