@@ -317,12 +317,10 @@ class Applier:
             if known is None and self._kind != "schemaless":  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
-            decoded = decoded.persist()
             try:
                 batch = self._table_batch(events, batch_id, table, stats, known is not None)
                 dead = apply_decoded(batch, decoded)
             finally:
-                decoded.unpersist()
                 stats.table_seconds = time.monotonic() - started
             if rejected is not None:
                 stats.dead_lettered += rejected[1]

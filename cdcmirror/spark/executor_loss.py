@@ -2,11 +2,12 @@
 again in the job instead of ending it. Pure.
 
 Spark recomputes cached data of a lost executor from its lineage, but not the blocks of a
-``localCheckpoint`` (the classified changes of a table: ``table_apply.py``) nor, past its
-retries, shuffle output that only the lost executor held. The whole batch is then run
-again: every commit of the mirror is guarded by position (a row already written is a
-``stale`` event the second time), and tombstones and dead letters are MERGEd on their keys,
-so a second run applies nothing twice, exactly as after a crash and a restart.
+``localCheckpoint`` (a table's decoded events and classified changes: ``spark/kept.py``,
+``table_apply.py``) nor, past its retries, shuffle output that only the lost executor held.
+The whole batch is then run again: every commit of the mirror is guarded by position (a row
+already written is a ``stale`` event the second time), and tombstones and dead letters are
+MERGEd on their keys, so a second run applies nothing twice, exactly as after a crash and a
+restart.
 """
 
 from __future__ import annotations

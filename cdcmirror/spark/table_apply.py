@@ -15,15 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdcmirror.exceptions import MirrorError
+from cdcmirror.mirror.batch_aggregate import aggregate_exprs, read_aggregate
 from cdcmirror.mirror.envelope import spark_name
-from cdcmirror.mirror.evolution import NEW_SCHEMA
 from cdcmirror.mirror.key_change import (
-    applied_count_sql,
     applies_at_create,
     key_changes_at_create_sql,
 )
-from cdcmirror.mirror.key_range import Bounds, bounds_exprs, bounds_of
-from cdcmirror.mirror.mariadb_uuid import suspect_sql
+from cdcmirror.mirror.key_range import Bounds, bounds_of
 from cdcmirror.mirror.merge_sql import (
     ACTIONS,
     append_merge_sql,
@@ -36,7 +34,6 @@ from cdcmirror.mirror.merge_sql import (
     truncate_sql,
 )
 from cdcmirror.mirror.positions import (
-    behind_truncate_sql,
     history_restarted_message,
     later_mark,
     newer,
@@ -46,11 +43,12 @@ from cdcmirror.mirror.positions import (
 from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import placeholder_sql
-from cdcmirror.mirror.toast_chain import key_change_with_placeholders, unknown_sql
+from cdcmirror.mirror.toast_chain import unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
 from cdcmirror.spark.history_gap import history_restarted
+from cdcmirror.spark.kept import keep, let_go
 from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
@@ -101,12 +99,22 @@ class TableBatch:
 
 
 def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
-    """Apply the decoded events; the batch's dead letters of this table (or None)."""
-    table, stats = tb.table, tb.stats
-    if table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
+    """Apply the decoded events (computed and kept by the job that aggregates them); the
+    batch's dead letters of this table (or None)."""
+    from pyspark.sql import Row
+
+    if tb.table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
         decoded = decoded.where(f"_cdc_position IS NULL OR _cdc_position[0] <> {IN_RELOAD}")
-    with stats.phase("decode"):
-        agg = _aggregate(decoded, table)
+    with tb.stats.phase("decode"):
+        decoded, values = keep(decoded, aggregate_exprs(tb.table))
+    try:
+        return _apply_kept(tb, decoded, Row(**read_aggregate(values)))
+    finally:
+        let_go(decoded)
+
+
+def _apply_kept(tb: TableBatch, decoded: Any, agg: Any) -> Any:
+    table, stats = tb.table, tb.stats
     if tb.read_once:
         if agg.new_schemas:
             raise NewSchemas(f"{table.identifier}: {agg.new_schemas} event(s) of a new row schema")
@@ -122,9 +130,7 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
     dead = None
     if stats.dead_lettered:
         bad = decoded.where("_error IS NOT NULL")
-        # made now, from the cached decode: computed after the cache goes, Spark would
-        # inline the envelope's from_json into each reference of the error filter (a minute
-        # for 1,000 bad events)
+        # made now: the kept decode is let go after the table's work
         dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw).localCheckpoint(eager=True)
     applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
     truncated_at = _truncate(tb, agg)
@@ -147,30 +153,6 @@ def apply_decoded(tb: TableBatch, decoded: Any) -> Any:
                 tb.spark.catalog.dropTempView(tb.view + suffix)
     stats.committed(time.time(), *source_us)
     return dead
-
-
-def _aggregate(decoded: Any, table: MirrorTable) -> Any:
-    """One pass over the decoded events: counts, commit-time bounds, the batch's truncate,
-    key bounds (bounds over every event are still bounds)."""
-    ts = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
-    n = source_length(table.dialect)
-    return decoded.selectExpr(
-        "count(*) AS events",
-        f"count_if(_error = '{NEW_SCHEMA}') AS new_schemas",
-        "count_if(_error IS NOT NULL) AS bad",
-        f"max({ts}) AS newest_us",
-        f"percentile_approx({ts}, 0.5) AS median_us",
-        f"min({ts}) AS oldest_us",
-        "max(IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_at",
-        "max_by(IF(_error IS NULL AND _cdc_op = 't', unix_micros(_cdc_source_ts), NULL), "
-        "IF(_error IS NULL AND _cdc_op = 't', _cdc_position, NULL)) AS truncated_ts",
-        f"{behind_truncate_sql(table.truncated_at, table.truncated_ts_us, n)} AS behind_truncate",
-        "count_if(_error IS NULL AND _cdc_op = 't') AS truncates",
-        f"{applied_count_sql(table)} AS applied",
-        f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) AS key_change_fills",
-        *bounds_exprs(table),
-        f"count_if(_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
-    ).first()
 
 
 def _truncate(tb: TableBatch, agg: Any) -> list[int]:
