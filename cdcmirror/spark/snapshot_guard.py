@@ -48,6 +48,16 @@ def current_snapshot(spark: Any, target: str) -> Read:
     return Read(int(snapshot.snapshotId()), int(rows) if rows.isdigit() else 0)
 
 
+def holds_rows(spark: Any, target: str) -> bool:
+    """Whether ``target``'s current snapshot may hold rows: False only when it has no snapshot
+    or its summary counts none (``total-records`` 0; position deletes are not taken off it,
+    so a table whose rows were all deleted still counts them)."""
+    snapshot = _table(spark, target).currentSnapshot()
+    if snapshot is None:
+        return False
+    return str(snapshot.summary().get("total-records")) != "0"
+
+
 def foreign_parent(
     spark: Any, target: str, read: int | None, props: Mapping[str, str]
 ) -> int | None:

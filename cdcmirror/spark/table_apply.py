@@ -49,7 +49,7 @@ from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.kept import keep, let_go
-from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent
+from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent, holds_rows
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import as_of
@@ -192,7 +192,9 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     with stats.phase("dedupe_classify"):
         read = current_snapshot(spark, target)  # classified on it, MERGEd unguarded
-        changes, counted = _classified(tb, applied, agg, bounds, tombstones, read)
+        # an empty tombstone table is not joined (only this job writes it): no key entombed
+        entombing = tombstones if tombstones and holds_rows(spark, tombstones) else None
+        changes, counted = _classified(tb, applied, agg, bounds, entombing, read)
     with stats.phase("counts"):
         counts = _count_actions(table, changes, counted, agg, stats)
         if counts.get("unknown"):
