@@ -44,18 +44,22 @@ def current_snapshot(spark: Any, target: str) -> Read:
     snapshot = _table(spark, target).currentSnapshot()
     if snapshot is None:
         return Read(None, 0)
-    rows = str(snapshot.summary().get("total-records") or "0")
-    return Read(int(snapshot.snapshotId()), int(rows) if rows.isdigit() else 0)
+    return Read(int(snapshot.snapshotId()), _records(snapshot) or 0)
 
 
 def holds_rows(spark: Any, target: str) -> bool:
     """Whether ``target``'s current snapshot may hold rows: False only when it has no snapshot
-    or its summary counts none (``total-records`` 0; position deletes are not taken off it,
-    so a table whose rows were all deleted still counts them)."""
+    or its summary counts none (a summary without the count may hold rows)."""
     snapshot = _table(spark, target).currentSnapshot()
-    if snapshot is None:
-        return False
-    return str(snapshot.summary().get("total-records")) != "0"
+    return snapshot is not None and _records(snapshot) != 0
+
+
+def _records(snapshot: Any) -> int | None:
+    """The rows a snapshot's summary counts (``total-records``; position deletes are not
+    taken off it, so a table whose rows were deleted row by row still counts them); None:
+    not counted."""
+    rows = str(snapshot.summary().get("total-records"))
+    return int(rows) if rows.isdigit() else None
 
 
 def foreign_parent(
