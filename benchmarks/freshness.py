@@ -20,6 +20,8 @@ directory). Needs the provisioned PostgreSQL and the stack (`make provision stac
 from __future__ import annotations
 
 import bisect
+import json
+import os
 import random
 import statistics
 import sys
@@ -70,6 +72,8 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
         services.publish_schema(conn, schema)
     work = Path(tempfile.mkdtemp(prefix="cdcmirror-fresh-"))
     extra: dict[str, Any] = {"maintain": {"every_batches": every}} if every else {}
+    if os.environ.get("FRESHNESS_MIRROR"):  # e.g. '{"parallelism": 8}'
+        extra["mirror"] = json.loads(os.environ["FRESHNESS_MIRROR"])
     config_path = make_config(
         work, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE, **extra
     )

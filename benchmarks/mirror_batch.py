@@ -15,7 +15,10 @@ With ``--cluster`` the job runs on the stack's cluster profile (`cdcmirror stack
 the S3 store, the checkpoint on s3a://; run it beside a run without it to compare the two
 (one Spark session per process, so one mode per run).
 
-    .venv/bin/python benchmarks/mirror_batch.py [N] [FORMAT,...] [--cluster]
+With ``--tables=K`` the N rows are K tables' (``items0`` …, N/K rows each, one topic each)
+and each batch holds all K tables' events: a job's batch of several busy tables.
+
+    .venv/bin/python benchmarks/mirror_batch.py [N] [FORMAT,...] [--cluster] [--tables=K]
 """
 
 from __future__ import annotations
@@ -63,13 +66,15 @@ def batch_done(line: str) -> tuple[int, float] | None:
     return int(head.rsplit("batch ", 1)[1].split()[0]), float(tail.split("s", 1)[0])
 
 
-def create_source(prefix: str, n: int) -> str:
-    """A new PostgreSQL schema holding ``items`` of N rows, published for Debezium."""
+def create_source(prefix: str, n: int, names: tuple[str, ...] = ("items",)) -> str:
+    """A new PostgreSQL schema holding ``names`` of N rows each (``items``), published for
+    Debezium."""
     schema = services.unique(prefix)
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
-        conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=n)}")
+        for name in names:
+            conn.execute(f"CREATE TABLE {schema}.{name} ({COLUMNS})")
+            conn.execute(f"INSERT INTO {schema}.{name} {FILL.format(n=n)}")
         services.publish_schema(conn, schema)
     return schema
 
@@ -97,6 +102,8 @@ def wait_for_events(topic: str, count: int, timeout: float = 300) -> None:
 
 
 CLUSTER = "--cluster" in sys.argv
+TABLES = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--tables=")), 0)
+NAMES = tuple(f"items{i}" for i in range(TABLES)) if TABLES else ("items",)
 
 
 def cluster_env(name: str) -> dict[str, str]:
@@ -126,7 +133,7 @@ def main(n: int, formats: list[str]) -> None:
 
 def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
     """(events/s of the insert batch, of the update batch), from the applier's log lines."""
-    schema = create_source("benchm", n)
+    schema = create_source("benchm", n // len(NAMES), NAMES)
     env = {
         **services.schema_source_env(schema),
         # room for the transaction markers (they take offsets): the N events in one batch
@@ -141,12 +148,14 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
     handler = BatchLines()
     logging.getLogger("cdcmirror.mirror").addHandler(handler)
     logging.getLogger("cdcmirror.mirror").setLevel(logging.INFO)
-    topic = f"{schema}.{schema}.items"
+    topics = [f"{schema}.{schema}.{name}" for name in NAMES]
+    per = n // len(NAMES)
     rates: list[float] = []
     try:
         config = load_config(environ=env, cwd=work)
         bootstrap(config)
-        wait_for_events(topic, n)
+        for topic in topics:
+            wait_for_events(topic, per)
         for label in ("inserts into an empty table", "updates of every row"):
             handler.lines.clear()
             start = time.monotonic()
@@ -162,8 +171,10 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
             )
             if label.startswith("inserts"):
                 with services.pg_connect() as conn:
-                    conn.execute(f"UPDATE {schema}.items SET a = a + 1, c = md5(c)")
-                wait_for_events(topic, 2 * n + 1)  # the updates (+ the snapshot)
+                    for name in NAMES:
+                        conn.execute(f"UPDATE {schema}.{name} SET a = a + 1, c = md5(c)")
+                for topic in topics:
+                    wait_for_events(topic, 2 * per + 1)  # the updates (+ the snapshot)
     finally:
         logging.getLogger("cdcmirror.mirror").removeHandler(handler)
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
@@ -171,7 +182,7 @@ def run(n: int, kafka_format: str, work: Path) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--cluster"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     with services.forgetting_made():
         main(
             int(args[0]) if args else 100_000,

@@ -85,6 +85,11 @@ def make_config(
     )
 
 
+def pg_config(work: Path, schema: str, **extra: Any) -> Path:
+    """``make_config`` for every table of a PostgreSQL test schema."""
+    return make_config(work, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE, **extra)
+
+
 def bootstrap(config: Path) -> None:
     result = run_cli(config, "bootstrap")
     assert result.exit_code == 0, result.output

@@ -18,7 +18,7 @@ from integration_tests.bootstrap_env import run_cli
 from integration_tests.conftest import SparkWorld
 from integration_tests.load_env import PAIRS_SQL, PairsWorkload, changing, fill_items
 from integration_tests.mirror_env import Source, Workload, create_table_sql
-from integration_tests.mirror_fixture import Mirrored, make_config
+from integration_tests.mirror_fixture import Mirrored, make_config, pg_config
 
 SEED = 20261125
 ROWS = 12_000
@@ -114,14 +114,7 @@ def pg_loaded(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator
     fill_items(workload, ROWS)
     pairs = PairsWorkload("postgresql", f"{schema}.pairs", services.pg_connect, SEED)
     pairs.run(200)
-    config = make_config(
-        spark_world.config.base_dir,
-        schema,
-        "postgresql",
-        f"{schema}.*",
-        services.TEST_DATABASE,
-        bootstrap=LOAD,
-    )
+    config = pg_config(spark_world.config.base_dir, schema, bootstrap=LOAD)
     m = Mirrored(schema, source, config, spark_world.spark, workload, [])
     try:
         yield Loaded(m, pairs, _bootstrap_while_changing(m, pairs, spark_world))

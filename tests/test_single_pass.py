@@ -1,5 +1,6 @@
-"""Which batches of a CDC table are read once (``spark/single_pass.py``): one table's topic
-moved, in row schemas the job applied to the table as it is."""
+"""Which batches of CDC tables skip the first look (``spark/single_pass.py``): only CDC
+tables' topics moved, each table reads its own records (``spark/own_reads.py``), once when
+in row schemas the job applied to the table as it is."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from cdcmirror.checkpoint_store import SCHEMAS_FILE, CheckpointFiles, remembered
 from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.known_schemas import MAX_KNOWN, KnownSchemas
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
-from cdcmirror.spark.single_pass import one_table
+from cdcmirror.spark.own_reads import with_records
+from cdcmirror.spark.range_read import range_offsets
+from cdcmirror.spark.single_pass import cdc_only
 
 COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string"))
 TABLE = MirrorTable("ns.items", "src.s.items", "postgresql", "s.items", ("id",), "upsert", COLUMNS)
@@ -30,28 +33,69 @@ def known_items(*schemas: str) -> KnownSchemas:
 
 def test_a_batch_of_one_table_in_known_schemas_is_read_once() -> None:
     ranges = {TABLE.topic: {0: (10, 70), 1: (5, 5)}, OTHER.topic: {0: (3, 3)}}
-    found = one_table(TABLES, {}, planned(ranges).get, 7, known_items("s1", "s2"))
-    assert found is not None
-    table, parts = found
+    found = cdc_only(TABLES, {}, planned(ranges).get, 7, known_items("s1", "s2"))
+    assert found is not None and len(found) == 1
+    table, parts = found[0]
     assert table == TABLE
     assert parts["read_once"] and parts["schemas"] == {"s1", "s2"}
     assert parts["offsets"] == {0: 69} and parts["starts"] == {0: 10}
+    assert parts["ranges"] == {TABLE.topic: {0: (10, 70)}}  # the partition that moved
 
 
-def test_batches_of_two_tables_or_unknown_ranges_take_the_first_look() -> None:
+def test_each_table_of_a_batch_reads_its_own_ranges() -> None:
+    both = {TABLE.topic: {0: (10, 70)}, OTHER.topic: {0: (3, 4), 1: (0, 2)}}
+    found = cdc_only(TABLES, {}, planned(both).get, 7, known_items("s1"))
+    assert found is not None
+    by_table = dict(found)
+    assert by_table[TABLE]["read_once"] and by_table[TABLE]["ranges"] == {
+        TABLE.topic: both[TABLE.topic]
+    }
+    other = by_table[OTHER]  # no schema of it known: a first look of its own
+    assert "read_once" not in other and other["schemas"] == set()
+    assert other["ranges"] == {OTHER.topic: {0: (3, 4), 1: (0, 2)}} and other["events"] == 3
+    reads: list[tuple[str, object]] = []
+    own = with_records(found, "the batch", lambda spark, r: reads.append((spark, r)), "session")
+    assert own is not None
+    for _, parts in own:
+        assert "ranges" not in parts
+        parts["records"]()
+    assert sorted(reads, key=str) == sorted([("session", {t: r}) for t, r in both.items()], key=str)
+    found = cdc_only(TABLES, {}, planned(both).get, 7, known_items("s1"))
+    assert found is not None and with_records(found, "the batch", None, "session") is None
+
+
+def test_one_table_reads_the_batch_itself() -> None:
+    only = {TABLE.topic: {0: (10, 70)}}
+    found = cdc_only(TABLES, {}, planned(only).get, 7, None)  # schemaless: a first look
+    assert found is not None and "read_once" not in found[0][1]
+    own = with_records(found, "the batch", lambda spark, r: "a read of its ranges", "session")
+    assert own is not None and own[0][1]["records"]() == "the batch"
+
+
+def test_batches_of_unknown_ranges_or_other_topics_take_the_first_look() -> None:
     known = known_items("s1")
     both = {TABLE.topic: {0: (10, 70)}, OTHER.topic: {0: (3, 4)}}
-    assert one_table(TABLES, {}, planned(both).get, 7, known) is None
-    assert one_table(TABLES, {}, planned(both).get, 8, known) is None  # not in the log
-    assert one_table(TABLES, {}, None, 7, known) is None
-    only = {TABLE.topic: {0: (10, 70)}}
-    assert one_table(TABLES, {}, planned(only).get, 7, None) is None  # Avro, schemaless
+    assert cdc_only(TABLES, {}, planned(both).get, 8, known) is None  # not in the log
+    assert cdc_only(TABLES, {}, None, 7, known) is None
+    stranger = {TABLE.topic: {0: (10, 70)}, "not.a.table": {0: (0, 5)}}
+    assert cdc_only(TABLES, {}, planned(stranger).get, 7, known) is None
+    unknown_start = {TABLE.topic: {0: (-2, 70)}}
+    assert cdc_only(TABLES, {}, planned(unknown_start).get, 7, known) is None
+    assert cdc_only(TABLES, {}, {0: unknown_start}.get, 0, known) is not None  # from earliest
+
+
+def test_offset_ranges_as_spark_reads_them() -> None:
+    assign, starting, ending = range_offsets({"a": {1: (5, 9), 0: (-2, 3)}, "b": {0: (0, 1)}})
+    assert assign == '{"a": [0, 1], "b": [0]}'
+    assert starting == '{"a": {"0": -2, "1": 5}, "b": {"0": 0}}'
+    assert ending == '{"a": {"0": 3, "1": 9}, "b": {"0": 1}}'
 
 
 def test_schemas_are_known_for_the_columns_the_table_had_when_it_took_them() -> None:
     only = {OTHER.topic: {0: (10, 70)}}
     known = known_items("s1")
-    assert one_table(TABLES, {}, planned(only).get, 7, known) is None  # nothing of OTHER
+    found = cdc_only(TABLES, {}, planned(only).get, 7, known)
+    assert found is not None and "read_once" not in found[0][1]  # nothing known of OTHER
     assert known.of(TABLE) == frozenset({"s1"})
     known.learn(TABLE, {"s2"}, True)
     assert known.of(TABLE) == frozenset({"s1", "s2"})

@@ -111,10 +111,20 @@ def build_applier(
         on_failure=metrics.batch_failed if metrics else None,
         batch_ranges=planned,
         known_schemas=known,
+        read_ranges=ranges_reader(config),
     )
     hooks = CatalogHooks(access.reload, access.evolve, streams.access.evolve if streams else None)
     mine = {s.identifier: s for s in streams.tables} if streams else {}
     return Applier(spark, {t.topic: t for t in tables}, options, hooks, mine)
+
+
+def ranges_reader(config: Config) -> Callable[[Any, Any], Any]:
+    """How the job reads a batch's records of given Kafka offset ranges."""
+    from cdcmirror.spark.range_read import read_ranges
+
+    kafka, per_task = spark_options(config), config.mirror.events_per_task
+    group = f"cdcmirror-{config.source.name}-ranges"
+    return lambda spark, ranges: read_ranges(spark, kafka, ranges, per_task, group)
 
 
 def mirror(config: Config, available_now: bool = False, only: list[str] | None = None) -> None:

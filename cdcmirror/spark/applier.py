@@ -12,8 +12,9 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of one event stream's, or one table's in row schemas (JSON) or schema ids (Avro)
-the job applied before, skips 1. and the cache (``spark/single_pass.py``).
+A batch of one event stream's, or of CDC tables' only, skips 1. and the cache
+(``spark/single_pass.py``): each table reads its own records, once in row schemas (JSON)
+or schema ids (Avro) the job applied before, else after a first look of its own.
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -45,9 +46,10 @@ from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, wri
 from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import MaintainSettings
+from cdcmirror.spark.own_reads import apply_own, with_records
 from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.shuffle_size import ShuffleSize
-from cdcmirror.spark.single_pass import once_records, one_table, streams_only
+from cdcmirror.spark.single_pass import cdc_only, streams_only
 from cdcmirror.spark.stream_apply import Evolve, StreamBatch, StreamParts, StreamTable, streams_in
 from cdcmirror.spark.table_apply import NewSchemas, TableBatch, apply_decoded
 from cdcmirror.spark.tombstones import TombstoneTables
@@ -78,6 +80,8 @@ class ApplierOptions:
     batch_ranges: Callable[[int], Ranges | None] | None = None
     # the row schemas earlier runs applied (spark/single_pass.py), kept by the job
     known_schemas: KnownSchemas | None = None
+    # records of offset ranges (spark/range_read.py): each of a batch's tables reads its own
+    read_ranges: Callable[[Any, Ranges], Any] | None = None
 
 
 class CatalogHooks:
@@ -154,7 +158,11 @@ class Applier:
         if only is not None:  # each stream reads its records once, straight from Kafka
             self._apply_all(df, batch_id, [], only, started, -1.0, True)
             return
-        if self._read_once(df, batch_id, started):
+        known = self._known if self._kind != "schemaless" else None
+        own = cdc_only(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
+        own = own and with_records(own, df, self.options.read_ranges, self.batch_spark)
+        if own:  # each table reads its own records (spark/own_reads.py)
+            self._apply_all(df, batch_id, own, [], started, -1.0, False, df)
             return
         if self.options.registry is None:  # JSON: checked once, for summary and decode
             df = with_utf8_check(df)
@@ -174,22 +182,6 @@ class Applier:
             df.unpersist()
             if raw is not None:
                 raw.unpersist()
-
-    def _read_once(self, df: Any, batch_id: int, started: float) -> bool:
-        """Apply a batch of one CDC table's events in known row schemas, read by its decode
-        (``spark/single_pass.py``); False: not one, or a new row schema (nothing written)."""
-        known = self._known if self._kind != "schemaless" else None
-        one = one_table(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
-        registry = self.options.registry
-        records = None if one is None else once_records(df, one[1]["schemas"], self._avro, registry)
-        if one is None or records is None:
-            return False
-        try:
-            self._apply_all(records, batch_id, [one], [], started, -1.0, False, records)
-        except NewSchemas as exc:
-            logger.info("batch %d: %s; read again with a first look", batch_id, exc)
-            return False
-        return True
 
     def _apply_all(
         self,
@@ -281,12 +273,25 @@ class Applier:
         group = f"cdcmirror-{batch_id}-{table.identifier}"
         sc.setJobGroup(group, f"cdcmirror batch {batch_id}: {table.identifier}")
         try:
-            stats, dead = self._apply_table(df, batch_id, table, parts)
+            stats, dead = self._apply_any(df, batch_id, table, parts)
             stats.spark_jobs = len(sc.statusTracker().getJobIdsForGroup(group))
             return stats, dead
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)
             sc.setLocalProperty("spark.job.description", None)
+
+    def _apply_any(
+        self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]
+    ) -> tuple[TableStats, Any]:
+        """The table's share of ``df``, or its own records (``spark/own_reads.py``)."""
+        if "records" not in parts:
+            return self._apply_table(df, batch_id, table, parts)
+        registry, frames = self.options.registry, self._avro
+
+        def apply(records: Any, found: dict[str, Any]) -> tuple[TableStats, Any]:
+            return self._apply_table(records, batch_id, table, found)
+
+        return apply_own(parts["records"], table.topic, parts, self._kind, registry, frames, apply)
 
     def _apply_table(
         self, df: Any, batch_id: int, table: MirrorTable, parts: dict[str, Any]

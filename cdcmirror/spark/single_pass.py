@@ -1,17 +1,20 @@
 """Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all one event stream's, or all one CDC table's (JSON with schemas or Avro,
-in row schemas the job has seen). Spark writes each batch's offsets to the checkpoint's
+whose records are all one event stream's, or all CDC tables' (each table then reads its own
+records, ``spark/own_reads.py``: once when they are in row schemas the job has seen, JSON
+with schemas or Avro). Spark writes each batch's offsets to the checkpoint's
 offset log before running it (``mirror/checkpoint.batch_ranges``), so the partitions a
 batch read, and where each started and ended, are known without reading a record; the
 events are then read from Kafka once, by the stream's write or the table's decode, and
-counted there. A batch of several tables' or streams' events keeps the first look and its
-cache (Spark's Kafka source reads every record of the batch for each of them).
+counted there. A batch of several streams' events, or of streams' and tables', keeps the
+first look and its cache (Spark's Kafka source reads every record of the batch for each of
+them); a batch of several tables' reads each table's ranges on their own
+(``spark/range_read.py``).
 
 A CDC table's decode needs the table evolved to every row schema of its events first: the
 first look collects them. Without it, the decode marks each event whose schema is not one
 the job has applied before (``evolution.known_schema_sql``; Avro: its schema id,
-``evolution.known_ids_sql``), and a batch with such an event is applied the usual way
-instead, before anything of it is written."""
+``evolution.known_ids_sql``), and a table with such an event takes its first look then,
+before anything of it is written."""
 
 from __future__ import annotations
 
@@ -61,29 +64,36 @@ def _moved(planned: Callable[[int], Ranges | None] | None, batch_id: int) -> Ran
     return None if ranges is None else advanced(ranges)
 
 
-def one_table(
+def cdc_only(
     tables: Mapping[str, MirrorTable],
     streams: Mapping[str, StreamTable],
     planned: Callable[[int], Ranges | None] | None,
     batch_id: int,
     known: KnownSchemas | None,
-) -> tuple[MirrorTable, dict[str, Any]] | None:
-    """The CDC table of batch ``batch_id`` and its parts (offsets from the planned ranges,
-    ``schemas`` the known ones, ``read_once`` set) when every partition that moved is that
-    table's topic and its row schemas are ``known``; else None."""
-    moved = None if known is None else _moved(planned, batch_id)
-    if known is None or moved is None or len(moved) != 1:
+) -> list[tuple[MirrorTable, dict[str, Any]]] | None:
+    """The CDC tables of batch ``batch_id`` and their parts when every partition that moved
+    is a CDC table's topic and where each range starts is known; else None. Each table's
+    parts are from the planned ranges, ``ranges`` its own (``spark/own_reads.py``), and
+    ``read_once`` set, with the ``schemas``, when its row schemas are ``known``."""
+    moved = _moved(planned, batch_id)
+    if not moved or any(topic not in tables for topic in moved):
         return None
-    topic = next(iter(moved))
-    table = tables.get(topic)
-    schemas = None if table is None else known.of(table)
     summary = summary_of_ranges(moved)
-    if table is None or schemas is None or streams_in(dict(streams), summary):
+    if streams_in(dict(streams), summary):
         return None
-    parts = summary[topic]
-    parts["schemas"] = set(schemas)
-    parts["read_once"] = True
-    return table, parts
+    starts = [start for parts in moved.values() for start, _ in parts.values()]
+    if batch_id > 0 and min(starts) < 0:  # the batch before it is not in the offset log
+        return None
+    out = []
+    for topic in sorted(moved):
+        table, parts = tables[topic], summary[topic]
+        parts["ranges"] = {topic: moved[topic]}
+        schemas = None if known is None else known.of(table)
+        if schemas is not None:
+            parts["schemas"] = set(schemas)
+            parts["read_once"] = True
+        out.append((table, parts))
+    return out
 
 
 def once_records(

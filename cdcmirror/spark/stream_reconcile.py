@@ -4,10 +4,10 @@ them, joined on (topic, partition, offset)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from cdcmirror.spark.range_read import read_ranges
 from cdcmirror.sql_text import spark_name, sql_string
 from cdcmirror.streams.reconcile import PartitionCheck, kafka_ranges, ranges_sql
 
@@ -27,18 +27,8 @@ def compare_stream(
     ranges = kafka_ranges(partitions)
     if ranges is None:
         return
-    starting, ending = ranges
-    assign = {t: sorted(int(p) for p in parts) for t, parts in json.loads(starting).items()}
     kafka = (
-        spark.read.format("kafka")
-        .options(**kafka_options)
-        .option("assign", json.dumps(assign))
-        .option("startingOffsets", starting)
-        .option("endingOffsets", ending)
-        .option("kafka.isolation.level", "read_committed")
-        .load()
-        .where("value IS NOT NULL")
-        .select(*_COORDS)
+        read_ranges(spark, kafka_options, ranges).where("value IS NOT NULL").select(*_COORDS)
     ).persist()
     rows = (
         spark.table(spark_name(identifier))

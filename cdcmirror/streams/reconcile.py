@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdcmirror.mirror.checkpoint import Ranges
+
 IN_SYNC, DRIFT, ERROR, NOT_COMPARED = "in_sync", "drift", "error", "not compared (keyed)"
 
 
@@ -111,26 +113,19 @@ class StreamCheck:
         return out
 
 
-def kafka_ranges(checks: list[PartitionCheck]) -> tuple[str, str] | None:
-    """Spark's ``startingOffsets`` and ``endingOffsets`` JSON over the compared ranges
-    (None when none is compared).
+def kafka_ranges(checks: list[PartitionCheck]) -> Ranges | None:
+    """The compared ranges, per topic and partition from the first offset to the one after
+    the last (None when none is compared).
 
     >>> kafka_ranges([PartitionCheck("t", 1, 5, 20, 9), PartitionCheck("t", 0, 0, 0, None)])
-    ('{"t": {"1": 5}}', '{"t": {"1": 10}}')
+    {'t': {1: (5, 10)}}
     """
-    import json
-
-    starts: dict[str, dict[str, int]] = {}
-    ends: dict[str, dict[str, int]] = {}
+    out: Ranges = {}
     for p in checks:
         span = p.compared
-        if span is None:
-            continue
-        starts.setdefault(p.topic, {})[str(p.partition)] = span[0]
-        ends.setdefault(p.topic, {})[str(p.partition)] = span[1] + 1
-    if not starts:
-        return None
-    return json.dumps(starts), json.dumps(ends)
+        if span is not None:
+            out.setdefault(p.topic, {})[p.partition] = (span[0], span[1] + 1)
+    return out or None
 
 
 def ranges_sql(checks: list[PartitionCheck], topic: str, partition: str, offset: str) -> str:
