@@ -189,7 +189,9 @@ def test_bootstrap_dry_run_shows_the_inferred_schema_then_makes_the_tables(world
     assert described["_kafka_offset"] == "bigint", described
 
 
-def test_streams_and_the_cdc_table_in_one_job(world: World) -> None:
+def test_streams_and_the_cdc_table_in_one_job(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
     tele_good = [
         {
             "device": f"d{i % 7}",
@@ -213,7 +215,11 @@ def test_streams_and_the_cdc_table_in_one_job(world: World) -> None:
     world.produce(world.profiles, [json.dumps(p).encode() for p in profiles], key=b"k")
     world.m.workload.run(300)
     sc.settle(world.m)
-    world.m.mirror()
+    with caplog.at_level(logging.INFO, logger="cdcmirror"):
+        world.m.mirror()
+    # the table and each stream read their own records of a batch, once: no first look
+    done = [r.getMessage() for r in caplog.records if " done in " in r.getMessage()]
+    assert done and all("read once, no first look" in line for line in done), done
     world.m.assert_same()  # the CDC table, mirrored by the same query
     _assert_clicks_once(world)
     tele = world.rows("telemetry", "device, temp, tags")

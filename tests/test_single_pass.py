@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, CheckpointFiles, remembered_schemas
 from cdcmirror.mirror.checkpoint import Ranges
@@ -13,12 +14,18 @@ from cdcmirror.mirror.known_schemas import MAX_KNOWN, KnownSchemas
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.spark.own_reads import with_records
 from cdcmirror.spark.range_read import range_offsets
-from cdcmirror.spark.single_pass import cdc_only
+from cdcmirror.spark.single_pass import OwnPlan, own_plan
+from cdcmirror.spark.stream_apply import StreamTable
+from cdcmirror.streams.spec import StreamSpec
 
 COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string"))
 TABLE = MirrorTable("ns.items", "src.s.items", "postgresql", "s.items", ("id",), "upsert", COLUMNS)
 OTHER = replace(TABLE, identifier="ns.other", topic="src.s.other", source="s.other")
 TABLES = {TABLE.topic: TABLE, OTHER.topic: OTHER}
+CLICKS = StreamTable(
+    StreamSpec(0, "ns.clicks", "json", "infer", topic_pattern="clicks\\..*"), "ns.clicks", ()
+)
+STREAMS = {CLICKS.identifier: CLICKS}
 
 
 def planned(ranges: Ranges) -> dict[int, Ranges]:
@@ -31,10 +38,15 @@ def known_items(*schemas: str) -> KnownSchemas:
     return known
 
 
+def tables_of(plan: OwnPlan | None) -> list[tuple[MirrorTable, dict[str, Any]]]:
+    assert plan is not None
+    return plan[0]
+
+
 def test_a_batch_of_one_table_in_known_schemas_is_read_once() -> None:
     ranges = {TABLE.topic: {0: (10, 70), 1: (5, 5)}, OTHER.topic: {0: (3, 3)}}
-    found = cdc_only(TABLES, {}, planned(ranges).get, 7, known_items("s1", "s2"))
-    assert found is not None and len(found) == 1
+    found = tables_of(own_plan(TABLES, {}, planned(ranges).get, 7, known_items("s1", "s2")))
+    assert len(found) == 1
     table, parts = found[0]
     assert table == TABLE
     assert parts["read_once"] and parts["schemas"] == {"s1", "s2"}
@@ -42,46 +54,65 @@ def test_a_batch_of_one_table_in_known_schemas_is_read_once() -> None:
     assert parts["ranges"] == {TABLE.topic: {0: (10, 70)}}  # the partition that moved
 
 
-def test_each_table_of_a_batch_reads_its_own_ranges() -> None:
-    both = {TABLE.topic: {0: (10, 70)}, OTHER.topic: {0: (3, 4), 1: (0, 2)}}
-    found = cdc_only(TABLES, {}, planned(both).get, 7, known_items("s1"))
-    assert found is not None
-    by_table = dict(found)
-    assert by_table[TABLE]["read_once"] and by_table[TABLE]["ranges"] == {
-        TABLE.topic: both[TABLE.topic]
+def test_each_table_and_stream_of_a_batch_reads_its_own_ranges() -> None:
+    ranges = {
+        TABLE.topic: {0: (10, 70)},
+        OTHER.topic: {0: (3, 4), 1: (0, 2)},
+        "clicks.eu": {0: (7, 9)},
+        "clicks.us": {0: (1, 2)},
     }
+    plan = own_plan(TABLES, STREAMS, planned(ranges).get, 7, known_items("s1"))
+    assert plan is not None
+    by_table = dict(plan[0])
+    assert by_table[TABLE]["read_once"]
+    assert by_table[TABLE]["ranges"] == {TABLE.topic: ranges[TABLE.topic]}
     other = by_table[OTHER]  # no schema of it known: a first look of its own
     assert "read_once" not in other and other["schemas"] == set()
-    assert other["ranges"] == {OTHER.topic: {0: (3, 4), 1: (0, 2)}} and other["events"] == 3
+    assert other["ranges"] == {OTHER.topic: ranges[OTHER.topic]} and other["events"] == 3
+    [(stream, parts, own)] = plan[1]
+    assert stream == CLICKS and set(parts) == {"clicks.eu", "clicks.us"}
+    assert own == {t: ranges[t] for t in ("clicks.eu", "clicks.us")}
     reads: list[tuple[str, object]] = []
-    own = with_records(found, "the batch", lambda spark, r: reads.append((spark, r)), "session")
-    assert own is not None
-    for _, parts in own:
-        assert "ranges" not in parts
-        parts["records"]()
-    assert sorted(reads, key=str) == sorted([("session", {t: r}) for t, r in both.items()], key=str)
-    found = cdc_only(TABLES, {}, planned(both).get, 7, known_items("s1"))
-    assert found is not None and with_records(found, "the batch", None, "session") is None
+    readers = with_records(plan, "the batch", lambda spark, r: reads.append((spark, r)), "session")
+    assert readers is not None
+    for _, table_parts in readers[0]:
+        assert "ranges" not in table_parts
+        table_parts["records"]()
+    for _stream, _parts, read in readers[1]:
+        read()
+    expected = [
+        ("session", {TABLE.topic: ranges[TABLE.topic]}),
+        ("session", {OTHER.topic: ranges[OTHER.topic]}),
+        ("session", own),
+    ]
+    assert sorted(reads, key=str) == sorted(expected, key=str)
+    plan = own_plan(TABLES, STREAMS, planned(ranges).get, 7, None)
+    assert plan is not None and with_records(plan, "the batch", None, "session") is None
 
 
-def test_one_table_reads_the_batch_itself() -> None:
+def test_one_table_or_stream_reads_the_batch_itself() -> None:
     only = {TABLE.topic: {0: (10, 70)}}
-    found = cdc_only(TABLES, {}, planned(only).get, 7, None)  # schemaless: a first look
-    assert found is not None and "read_once" not in found[0][1]
-    own = with_records(found, "the batch", lambda spark, r: "a read of its ranges", "session")
-    assert own is not None and own[0][1]["records"]() == "the batch"
+    plan = own_plan(TABLES, {}, planned(only).get, 7, None)  # schemaless: a first look
+    assert plan is not None and "read_once" not in plan[0][0][1]
+    readers = with_records(plan, "the batch", lambda spark, r: "a read of its ranges", "session")
+    assert readers is not None and readers[0][0][1]["records"]() == "the batch"
+    clicks = {"clicks.eu": {0: (0, 5)}}
+    plan = own_plan(TABLES, STREAMS, planned(clicks).get, 7, None)
+    assert plan is not None and not plan[0]
+    readers = with_records(plan, "the batch", None, "session")
+    assert readers is not None and readers[1][0][2]() == "the batch"
 
 
 def test_batches_of_unknown_ranges_or_other_topics_take_the_first_look() -> None:
     known = known_items("s1")
     both = {TABLE.topic: {0: (10, 70)}, OTHER.topic: {0: (3, 4)}}
-    assert cdc_only(TABLES, {}, planned(both).get, 8, known) is None  # not in the log
-    assert cdc_only(TABLES, {}, None, 7, known) is None
+    assert own_plan(TABLES, {}, planned(both).get, 8, known) is None  # not in the log
+    assert own_plan(TABLES, {}, None, 7, known) is None
     stranger = {TABLE.topic: {0: (10, 70)}, "not.a.table": {0: (0, 5)}}
-    assert cdc_only(TABLES, {}, planned(stranger).get, 7, known) is None
+    assert own_plan(TABLES, STREAMS, planned(stranger).get, 7, known) is None
     unknown_start = {TABLE.topic: {0: (-2, 70)}}
-    assert cdc_only(TABLES, {}, planned(unknown_start).get, 7, known) is None
-    assert cdc_only(TABLES, {}, {0: unknown_start}.get, 0, known) is not None  # from earliest
+    assert own_plan(TABLES, {}, planned(unknown_start).get, 7, known) is None
+    assert own_plan(TABLES, {}, {0: unknown_start}.get, 0, known) is not None  # from earliest
 
 
 def test_offset_ranges_as_spark_reads_them() -> None:
@@ -94,8 +125,8 @@ def test_offset_ranges_as_spark_reads_them() -> None:
 def test_schemas_are_known_for_the_columns_the_table_had_when_it_took_them() -> None:
     only = {OTHER.topic: {0: (10, 70)}}
     known = known_items("s1")
-    found = cdc_only(TABLES, {}, planned(only).get, 7, known)
-    assert found is not None and "read_once" not in found[0][1]  # nothing known of OTHER
+    found = tables_of(own_plan(TABLES, {}, planned(only).get, 7, known))
+    assert "read_once" not in found[0][1]  # nothing known of OTHER
     assert known.of(TABLE) == frozenset({"s1"})
     known.learn(TABLE, {"s2"}, True)
     assert known.of(TABLE) == frozenset({"s1", "s2"})

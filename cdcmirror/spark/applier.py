@@ -12,9 +12,8 @@ Per micro-batch:
    partition and offset, so a re-run adds nothing);
 4. one structured log line per table.
 
-A batch of one event stream's, or of CDC tables' only, skips 1. and the cache
-(``spark/single_pass.py``): each table reads its own records, once in row schemas (JSON)
-or schema ids (Avro) the job applied before, else after a first look of its own.
+A batch whose offset ranges are known skips 1. and the cache: each table and stream reads
+its own records (``spark/own_reads.py``).
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -25,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +48,7 @@ from cdcmirror.spark.maintenance import MaintainSettings
 from cdcmirror.spark.own_reads import apply_own, with_records
 from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.shuffle_size import ShuffleSize
-from cdcmirror.spark.single_pass import cdc_only, streams_only
+from cdcmirror.spark.single_pass import own_plan
 from cdcmirror.spark.stream_apply import Evolve, StreamBatch, StreamParts, StreamTable, streams_in
 from cdcmirror.spark.table_apply import NewSchemas, TableBatch, apply_decoded
 from cdcmirror.spark.tombstones import TombstoneTables
@@ -72,15 +71,14 @@ class ApplierOptions:
     stream_registry: SchemaRegistry | None = None  # for Avro event streams ([[streams]])
     # what is wrong with the source connector (FAILED, PAUSED), None when it runs
     source_health: Callable[[], str | None] | None = None
-    # told of each applied batch (its tables' stats and its seconds) and of each failed one:
-    # the job's metrics (cdcmirror/metrics.py)
+    # told of each applied batch (its stats, its seconds) and failed one (metrics.py)
     on_batch: Callable[[list[TableStats], float], None] | None = None
     on_failure: Callable[[], None] | None = None
     # a batch's offset ranges as Spark planned them (spark/single_pass.py uses them)
     batch_ranges: Callable[[int], Ranges | None] | None = None
     # the row schemas earlier runs applied (spark/single_pass.py), kept by the job
     known_schemas: KnownSchemas | None = None
-    # records of offset ranges (spark/range_read.py): each of a batch's tables reads its own
+    # records of offset ranges (spark/range_read.py): each of a batch's tables and streams
     read_ranges: Callable[[Any, Ranges], Any] | None = None
 
 
@@ -154,15 +152,11 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
-        only = streams_only(self.streams, self.tables, self.options.batch_ranges, batch_id)
-        if only is not None:  # each stream reads its records once, straight from Kafka
-            self._apply_all(df, batch_id, [], only, started, -1.0, True)
-            return
         known = self._known if self._kind != "schemaless" else None
-        own = cdc_only(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
-        own = own and with_records(own, df, self.options.read_ranges, self.batch_spark)
-        if own:  # each table reads its own records (spark/own_reads.py)
-            self._apply_all(df, batch_id, own, [], started, -1.0, False, df)
+        plan = own_plan(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
+        own = plan and with_records(plan, df, self.options.read_ranges, self.batch_spark)
+        if own:  # each table and stream reads its own records (spark/own_reads.py)
+            self._apply_all(df, batch_id, own[0], own[1], started, -1.0, True, df)
             return
         if self.options.registry is None:  # JSON: checked once, for summary and decode
             df = with_utf8_check(df)
@@ -175,7 +169,7 @@ class Applier:
             summary = topics_of_batch(df, self._kind, sorted(self.tables) if self.streams else None)
             read_seconds = time.monotonic() - started
             work = [(self.tables[t], p) for t, p in summary.items() if t in self.tables]
-            streams = streams_in(self.streams, summary)
+            streams = [(st, p, None) for st, p in streams_in(self.streams, summary)]
             records = raw if raw is not None else df
             self._apply_all(records, batch_id, work, streams, started, read_seconds, False, df)
         finally:
@@ -188,24 +182,24 @@ class Applier:
         records: Any,
         batch_id: int,
         work: list[tuple[MirrorTable, dict[str, Any]]],
-        streams: list[tuple[StreamTable, StreamParts]],
+        streams: Sequence[tuple[StreamTable, StreamParts, Callable[[], Any] | None]],
         started: float,
         read_seconds: float,
         single_pass: bool,
         decoded: Any = None,
     ) -> None:
         """Apply the tables (``decoded``: the batch as they read it) and the streams
-        (``records``: the batch's Kafka records) concurrently, then ``_finish``
-        (``read_seconds`` < 0: the streams read the batch once, no first look)."""
-        self._shuffle.size(self.batch_spark, [p for _, p in work], [p for _, p in streams])
+        (``records``: the batch's Kafka records, or a stream's own read) concurrently, then
+        ``_finish`` (``read_seconds`` < 0: no first look, each read its records once)."""
+        self._shuffle.size(self.batch_spark, [p for _, p in work], [p for _, p, _ in streams])
         with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
             futures = [
                 pool.submit(self._apply_counted, decoded, batch_id, table, parts)
                 for table, parts in work
             ]
             futures += [
-                pool.submit(self._apply_stream, records, batch_id, st, parts, single_pass)
-                for st, parts in streams
+                pool.submit(self._apply_stream, records, batch_id, st, parts, single_pass, read)
+                for st, parts, read in streams
             ]
             results = [f.result() for f in futures]
         self._finish(batch_id, results, started, read_seconds)
@@ -250,15 +244,21 @@ class Applier:
         maintain_between_batches(self.spark, names, self.options.maintain_settings, logger)
 
     def _apply_stream(
-        self, raw: Any, batch_id: int, table: StreamTable, parts: StreamParts, single_pass: bool
+        self,
+        raw: Any,
+        batch_id: int,
+        table: StreamTable,
+        parts: StreamParts,
+        single_pass: bool,
+        read: Callable[[], Any] | None = None,
     ) -> tuple[TableStats, Any]:
+        """``raw``: the batch's records; ``read``: reads the stream's own instead."""
         evolve = self.hooks.evolve_stream
         assert evolve is not None, "a job with streams evolves them"
-        registry = self.options.stream_registry
+        registry, raw = self.options.stream_registry, raw if read is None else read()
         batch = StreamBatch(self.batch_spark, table, evolve, self._avro, registry)
-        stats, done, dead = batch.apply_parts(
-            raw, self.query_id or "", batch_id, parts, single_pass
-        )
+        query = self.query_id or ""
+        stats, done, dead = batch.apply_parts(raw, query, batch_id, parts, single_pass)
         with self._lock:
             self.streams[table.identifier] = done
         return stats, dead

@@ -1,5 +1,6 @@
-"""A CDC table's share of a batch read by the table itself (``single_pass.cdc_only``): the
-records of its own topic's ranges, not the whole batch's.
+"""A CDC table's share of a batch read by the table itself (``single_pass.own_plan``): the
+records of its own topic's ranges, not the whole batch's (an event stream's likewise:
+``stream_apply.StreamBatch`` reads them once).
 
 In row schemas the job has applied, the table's decode reads them once, straight from
 Kafka (``single_pass.once_records``); a new row schema found there (``NewSchemas``: nothing
@@ -22,7 +23,8 @@ from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.decode import with_utf8_check
-from cdcmirror.spark.single_pass import once_records
+from cdcmirror.spark.single_pass import OwnPlan, once_records
+from cdcmirror.spark.stream_apply import StreamParts, StreamTable
 from cdcmirror.spark.table_apply import NewSchemas
 
 logger = logging.getLogger("cdcmirror.mirror")
@@ -31,21 +33,31 @@ R = TypeVar("R")
 Apply = Callable[[Any, dict[str, Any]], R]  # a table's records as its decode reads them, parts
 
 
+# a batch's tables, each one's parts with its ``records``; its streams, their parts and
+# their records (a call reads them)
+Readers = tuple[
+    list[tuple[MirrorTable, dict[str, Any]]],
+    list[tuple[StreamTable, StreamParts, Callable[[], Any]]],
+]
+
+
 def with_records(
-    own: list[tuple[MirrorTable, dict[str, Any]]],
-    batch: Any,
-    read: Callable[[Any, Ranges], Any] | None,
-    spark: Any,
-) -> list[tuple[MirrorTable, dict[str, Any]]] | None:
-    """The tables of a batch that reads each table's records on its own, each one's parts
-    with its ``records`` (a call reads them): one table reads the ``batch``, each of several
-    its ranges, by ``read`` (None: cannot, so the batch takes its first look)."""
-    if len(own) > 1 and read is None:
+    plan: OwnPlan, batch: Any, read: Callable[[Any, Ranges], Any] | None, spark: Any
+) -> Readers | None:
+    """Each table and stream of ``plan`` (``single_pass.own_plan``) with its records: one
+    alone reads the ``batch``, each of several its own ranges, by ``read`` (None: cannot,
+    so the batch takes its first look)."""
+    tables, streams = plan
+    several = len(tables) + len(streams) > 1
+    if several and read is None:
         return None
-    for _, parts in own:
-        ranges = parts.pop("ranges")
-        parts["records"] = partial(read, spark, ranges) if read and len(own) > 1 else lambda: batch
-    return own
+
+    def records(ranges: Ranges) -> Callable[[], Any]:
+        return partial(read, spark, ranges) if several and read else lambda: batch
+
+    for _, parts in tables:
+        parts["records"] = records(parts.pop("ranges"))
+    return tables, [(st, parts, records(ranges)) for st, parts, ranges in streams]
 
 
 def apply_own(

@@ -1,14 +1,13 @@
-"""Which batches skip the applier's first look (the aggregate over the cached batch): those
-whose records are all one event stream's, or all CDC tables' (each table then reads its own
-records, ``spark/own_reads.py``: once when they are in row schemas the job has seen, JSON
-with schemas or Avro). Spark writes each batch's offsets to the checkpoint's
+"""Which batches skip the applier's first look (the aggregate over the cached batch): every
+batch whose ranges are known, each of its CDC tables and event streams then reading its
+own records (``spark/own_reads.py``; a table once when they are in row schemas the job has
+seen, JSON with schemas or Avro). Spark writes each batch's offsets to the checkpoint's
 offset log before running it (``mirror/checkpoint.batch_ranges``), so the partitions a
 batch read, and where each started and ended, are known without reading a record; the
 events are then read from Kafka once, by the stream's write or the table's decode, and
-counted there. A batch of several streams' events, or of streams' and tables', keeps the
-first look and its cache (Spark's Kafka source reads every record of the batch for each of
-them); a batch of several tables' reads each table's ranges on their own
-(``spark/range_read.py``).
+counted there. One table or stream reads the batch's own frame; each of several reads its
+own ranges (``spark/range_read.py``: Spark's Kafka source would read every record of the
+batch for each of them).
 
 A CDC table's decode needs the table evolved to every row schema of its events first: the
 first look collects them. Without it, the decode marks each event whose schema is not one
@@ -35,23 +34,6 @@ from cdcmirror.spark.stream_apply import StreamParts, StreamTable, streams_in
 logger = logging.getLogger("cdcmirror.mirror")
 
 
-def streams_only(
-    streams: Mapping[str, StreamTable],
-    cdc_topics: Mapping[str, Any],
-    planned: Callable[[int], Ranges | None] | None,
-    batch_id: int,
-) -> list[tuple[StreamTable, StreamParts]] | None:
-    """The stream of batch ``batch_id`` when every partition it read that moved belongs to
-    one stream (``planned``: the batch's offset ranges), else None: a batch with CDC events
-    or with several streams' (Spark's Kafka source reads every record of the batch for
-    each stream's write, so their first look and cache read it once), or unknown ranges."""
-    moved = _moved(planned, batch_id) if streams else None
-    if moved is None or any(topic in cdc_topics for topic in moved):
-        return None
-    found = streams_in(dict(streams), summary_of_ranges(moved))
-    return found if len(found) == 1 else None
-
-
 def _moved(planned: Callable[[int], Ranges | None] | None, batch_id: int) -> Ranges | None:
     """The partitions batch ``batch_id`` read that moved, and their ranges (None: unknown)."""
     if planned is None:
@@ -64,36 +46,45 @@ def _moved(planned: Callable[[int], Ranges | None] | None, batch_id: int) -> Ran
     return None if ranges is None else advanced(ranges)
 
 
-def cdc_only(
+# a batch's tables and their parts; its streams, their parts and their own ranges
+OwnPlan = tuple[
+    list[tuple[MirrorTable, dict[str, Any]]], list[tuple[StreamTable, StreamParts, Ranges]]
+]
+
+
+def own_plan(
     tables: Mapping[str, MirrorTable],
     streams: Mapping[str, StreamTable],
     planned: Callable[[int], Ranges | None] | None,
     batch_id: int,
     known: KnownSchemas | None,
-) -> list[tuple[MirrorTable, dict[str, Any]]] | None:
-    """The CDC tables of batch ``batch_id`` and their parts when every partition that moved
-    is a CDC table's topic and where each range starts is known; else None. Each table's
-    parts are from the planned ranges, ``ranges`` its own (``spark/own_reads.py``), and
-    ``read_once`` set, with the ``schemas``, when its row schemas are ``known``."""
+) -> OwnPlan | None:
+    """The CDC tables and event streams of batch ``batch_id`` when every partition that
+    moved is a table's topic or a stream's and where each range starts is known; else None.
+    Each table's parts are from the planned ranges, ``ranges`` its own
+    (``spark/own_reads.py``), and ``read_once`` set, with the ``schemas``, when its row
+    schemas are ``known``; each stream's parts are its topics', with their ranges."""
     moved = _moved(planned, batch_id)
-    if not moved or any(topic not in tables for topic in moved):
+    if not moved:
         return None
     summary = summary_of_ranges(moved)
-    if streams_in(dict(streams), summary):
+    found = streams_in(dict(streams), summary)
+    covered = {t for _, parts in found for t in parts} | {t for t in moved if t in tables}
+    if covered != set(moved):
         return None
     starts = [start for parts in moved.values() for start, _ in parts.values()]
     if batch_id > 0 and min(starts) < 0:  # the batch before it is not in the offset log
         return None
     out = []
-    for topic in sorted(moved):
-        table, parts = tables[topic], summary[topic]
+    for topic in sorted(t for t in moved if t in tables):
+        table, parts = tables[topic], summary_of_ranges({topic: moved[topic]})[topic]
         parts["ranges"] = {topic: moved[topic]}
         schemas = None if known is None else known.of(table)
         if schemas is not None:
             parts["schemas"] = set(schemas)
             parts["read_once"] = True
         out.append((table, parts))
-    return out
+    return out, [(st, parts, {t: moved[t] for t in parts}) for st, parts in found]
 
 
 def once_records(
