@@ -15,6 +15,9 @@ directory). Needs the provisioned PostgreSQL and the stack (`make provision stac
 
     .venv/bin/python benchmarks/freshness.py [TRIGGERS] [SECONDS] [TX_PER_S] [EVERY_BATCHES]
     # default 1,10,60 180 200 0
+
+``FRESHNESS_MIRROR`` (JSON) adds settings to the job's ``[mirror]`` section, e.g.
+``'{"parallelism": 8}'``.
 """
 
 from __future__ import annotations
