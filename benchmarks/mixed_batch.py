@@ -19,8 +19,9 @@ it deleted) is written again to the copies, in the same Spark session:
 
 The rounds' runs share one checkpoint, which keeps the row schemas the job applied
 (``checkpoint_store.remembered_schemas``): the updates and mixed batches are read from
-Kafka once by their decode (``spark/single_pass.py``). With ``--cold`` that file is removed
-before each round, so each batch takes the first look.
+Kafka once by their decode (``spark/single_pass.py``); the inserts batch, the job's first,
+is read once in the row schemas of its first records (``spark/own_reads.guess_schemas``).
+With ``--cold`` that file is removed before each round, so each batch does that.
 
 Prints the batch's seconds and phases (from the applier's log), its Spark jobs and the
 driver JVM's peak heap, the bounds, and the ratios bound / batch. After each round the

@@ -120,9 +120,7 @@ class Applier:
         # the row schemas each table took (JSON with schemas)
         self._known = options.known_schemas or KnownSchemas()
         self._avro_on = options.registry is not None
-        self._kind = (
-            "avro" if options.registry is not None else "json" if options.schemas else "schemaless"
-        )
+        self._kind = "avro" if self._avro_on else "json" if options.schemas else "schemaless"
         self.evolution = BatchEvolution(
             self._kind, options.registry, hooks.reload, hooks.evolve, self._remember
         )
@@ -319,7 +317,8 @@ class Applier:
             )
             seen = sorted(parts["schemas"])  # the batch's row schemas
             known = seen if parts.get("read_once") else None
-            if known is None and self._kind != "schemaless":  # Avro: the ids, as text
+            learn = known is None or parts.get("guessed")  # Avro: the ids, as text
+            if learn and self._kind != "schemaless":
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
             try:

@@ -3,8 +3,10 @@ records of its own topic's ranges, not the whole batch's (an event stream's like
 ``stream_apply.StreamBatch`` reads them once).
 
 In row schemas the job has applied, the table's decode reads them once, straight from
-Kafka (``single_pass.once_records``); a new row schema found there (``NewSchemas``: nothing
-of the table is written) or row schemas not known yet take a first look of the table's own:
+Kafka (``single_pass.once_records``); in row schemas not known yet (JSON with schemas,
+Avro), once in those of its first records (``guess_schemas``). A new row schema found there
+(``NewSchemas``: nothing of the table is written), or schemaless JSON not known, takes a
+first look of the table's own:
 its records read and cached, their row schemas and offsets summarised
 (``batch_summary.topics_of_batch``), then applied from the cache. Each table does this on
 its own thread, so a batch of several tables neither caches their records together nor
@@ -72,6 +74,11 @@ def apply_own(
     """``apply`` the table of ``topic`` to its ``records`` (a new read of them each call):
     read once when ``parts`` says its row schemas are known, else (or when a new one turns
     up) after a first look of its own. ``kind``: avro, json or schemaless."""
+    if not parts.get("read_once") and kind != "schemaless":
+        guessed = guess_schemas(records(), topic, kind, registry, frames)
+        if guessed:
+            logger.info("%s: read once in the row schemas of its first records", topic)
+            parts = {**parts, "schemas": guessed, "read_once": True, "guessed": True}
     if parts.get("read_once"):
         once = once_records(records(), parts["schemas"], frames, registry)
         if once is not None:
@@ -89,3 +96,24 @@ def apply_own(
         return apply(df, {k: v for k, v in found.items() if k != "read_once"})
     finally:
         df.unpersist()
+
+
+SAMPLED = 8  # records whose row schemas a table's batch in unknown ones is read once in
+
+
+def guess_schemas(
+    raw: Any, topic: str, kind: str, registry: SchemaRegistry | None, frames: AvroFrames
+) -> set[str]:
+    """The row schemas of the first records of ``topic`` in ``raw`` (at most ``SAMPLED``;
+    none that decodes: empty). A batch in row schemas the job has not applied yet (its
+    first, or the first after a table's columns changed) is read once in them: a whole
+    snapshot, or a batch of changes, is mostly in one. An event of another turns up in
+    the decode (``NewSchemas``, nothing written), and the batch takes its first look."""
+    # collected: Spark reads the first task's records only, not a first fetch in each task
+    rows = raw.where(raw.topic == topic).where("value IS NOT NULL").limit(SAMPLED).collect()
+    if not rows:
+        return set()
+    sample = raw.sparkSession.createDataFrame(rows, raw.schema)
+    df = with_utf8_check(sample) if registry is None else frames.decode_batch(sample, registry)
+    found = topics_of_batch(df, kind, None).get(topic)
+    return {str(s) for s in found["schemas"]} if found else set()  # Avro: ids, as text

@@ -49,9 +49,6 @@ def read_ranges(
         .option("assign", assign)
         .option("startingOffsets", starting)
         .option("endingOffsets", ending)
-        .option("kafka.isolation.level", "read_committed")
-        .option("failOnDataLoss", "true")
-        .option("includeHeaders", "true")
     )
     if group:
         reader = reader.option("kafka.group.id", group)

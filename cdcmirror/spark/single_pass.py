@@ -77,7 +77,7 @@ def own_plan(
         return None
     out = []
     for topic in sorted(t for t in moved if t in tables):
-        table, parts = tables[topic], summary_of_ranges({topic: moved[topic]})[topic]
+        table, parts = tables[topic], summary[topic]  # a table's topic is no stream's
         parts["ranges"] = {topic: moved[topic]}
         schemas = None if known is None else known.of(table)
         if schemas is not None:

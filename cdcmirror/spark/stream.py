@@ -38,13 +38,24 @@ def read_options(events_per_task: int) -> dict[str, str]:
     that finds nothing new returns after 20 ms, not Kafka's 500: a batch's range can end
     on a transaction marker, which the read waited for with an empty fetch, and that wait
     was most of the read of a small batch (0.8-0.9 s of a 100-event batch, 0.2-0.4 s now).
+    Every read, the stream's and a batch's own (``spark/range_read.py``), takes them all:
+    committed transactions only (Debezium's exactly-once Connect worker writes
+    transactions, whose markers take offsets), a lost offset fails the read, the consumer
+    never creates a topic (with the broker's defaults, racing Debezium), and headers are
+    kept (Debezium names the old key of a PostgreSQL key change in one: TOAST fill).
 
+    >>> read_options(0)["kafka.isolation.level"]
+    'read_committed'
     >>> read_options(0)["kafka.max.partition.fetch.bytes"]
     '16777216'
     >>> read_options(25000)["maxRecordsPerPartition"]
     '25000'
     """
     options = {
+        "kafka.isolation.level": "read_committed",
+        "failOnDataLoss": "true",
+        "kafka.allow.auto.create.topics": "false",
+        "includeHeaders": "true",
         "kafka.max.partition.fetch.bytes": str(16 << 20),
         "kafka.fetch.max.bytes": str(50 << 20),  # the broker's own cap is 55 MiB
         "kafka.fetch.max.wait.ms": "20",
@@ -77,14 +88,6 @@ def start_query(
         .option("subscribePattern", topics_pattern(topics, patterns))
         # "earliest", or per partition (mirror/resume.py); only a new checkpoint reads it
         .option("startingOffsets", starting_offsets)
-        # Debezium's exactly-once Connect worker writes transactions: read committed ones
-        # only; their markers take offsets, so offsets skip numbers.
-        .option("kafka.isolation.level", "read_committed")
-        .option("failOnDataLoss", "true")
-        # nor may the consumer create it, with the broker's defaults, racing Debezium
-        .option("kafka.allow.auto.create.topics", "false")
-        # Debezium names the old key of a PostgreSQL key change in a header (TOAST fill)
-        .option("includeHeaders", "true")
     )
     if max_events_per_batch > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(max_events_per_batch))
