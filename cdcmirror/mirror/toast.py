@@ -91,12 +91,13 @@ def toastable(table: MirrorTable) -> list[str]:
     ]
 
 
-def newest_value_sql(c: str) -> str:
-    """Dedupe (``merge_sql.dedupe_sql``), an aggregate per key: the newest event's value of
-    ``c`` that is not a placeholder, with its position (``_f_<c>``)."""
+def newest_value_sql(c: str, over: str) -> str:
+    """Dedupe (``merge_sql.dedupe_sql``), an aggregate over each key's events (the window
+    ``over``): the newest event's value of ``c`` that is not a placeholder, with its
+    position (``_f_<c>``)."""
     return (
         f"max_by(named_struct('v', {q(c)}, 'p', _cdc_position), IF(_cdc_op = 'd' OR "
-        f"{q('_t_' + c)}, NULL, _cdc_position)) AS {q('_f_' + c)}"
+        f"{q('_t_' + c)}, NULL, _cdc_position)) OVER {over} AS {q('_f_' + c)}"
     )
 
 

@@ -317,8 +317,8 @@ class Applier:
             )
             seen = sorted(parts["schemas"])  # the batch's row schemas
             known = seen if parts.get("read_once") else None
-            learn = known is None or parts.get("guessed")  # Avro: the ids, as text
-            if learn and self._kind != "schemaless":
+            learn = known is None or parts.get("guessed")
+            if learn and self._kind != "schemaless":  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
             try:
