@@ -56,7 +56,7 @@ def _literal(text: str) -> str:
 def decode(rows: Any, table: Any, parts: list[str] | None) -> float:
     started = time.monotonic()
     decoded = decode_events(rows, table, True, False, parts=parts).persist()
-    good = decoded.where("_error IS NULL").count()
+    good = decoded.where("_cdc_error IS NULL").count()
     decoded.unpersist()
     assert good == rows.count(), good
     return time.monotonic() - started

@@ -8,6 +8,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PREFIX = "_cdc_"
+"""Reserved: the mirror's columns and the working columns of its SQL all start with it, so
+no source column can be named like one (Spark matches names ignoring case)."""
+
+ICEBERG_METADATA = (
+    "_file", "_pos", "_deleted", "_spec_id", "_partition", "_row_id",
+    "_last_updated_sequence_number", "_change_type", "_change_ordinal", "_commit_snapshot_id",
+)  # fmt: skip
+"""Iceberg's metadata column names (``MetadataColumns``): Spark will not read a table that
+has a column of one of these names."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why a source column (or event field) cannot be named ``name`` in a mirrored table, or
+    None when it can.
+
+    >>> name_problem("_cdc_x"), name_problem("_rn")
+    ("starts with '_cdc_', cdcmirror's own prefix", None)
+    >>> name_problem("_PARTITION")
+    'is the name of an Iceberg metadata column'
+    """
+    lower = name.lower()
+    if lower.startswith(PREFIX):
+        return f"starts with {PREFIX!r}, cdcmirror's own prefix"
+    if lower in ICEBERG_METADATA:
+        return "is the name of an Iceberg metadata column"
+    return None
 
 
 @dataclass(frozen=True)

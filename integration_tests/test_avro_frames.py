@@ -22,15 +22,17 @@ def b64(data: object) -> str:
 def decoded(world: SparkWorld, values: list[bytes | None], schemas: dict[int, str]) -> list[Any]:
     df = world.spark.createDataFrame([(v,) for v in values], "value BINARY")
     frames = AvroFrames()
-    out = frames.decode(frames.with_ids(df), schemas).select("value", "_json", "_decode_error")
+    out = frames.decode(frames.with_ids(df), schemas).select(
+        "value", "_cdc_json", "_cdc_decode_error"
+    )
     rows = {bytes(r.value) if r.value is not None else None: r for r in out.collect()}
     return [rows[v] for v in values]
 
 
 def test_decodes_to_the_json_converter_text(spark_world: SparkWorld) -> None:
     [row] = decoded(spark_world, [framed(42, EVENT)], {42: json.dumps(ENVELOPE)})
-    assert row._decode_error is None
-    event = json.loads(row._json)
+    assert row._cdc_decode_error is None
+    event = json.loads(row._cdc_json)
     after = event["after"]
     assert event["op"] == "c" and event["before"] is None
     assert event["source"] == {"ts_ms": 1, "snapshot": "false", "sequence": '["1","2"]', "lsn": 2}
@@ -68,10 +70,10 @@ def test_undecodable_values_say_why(spark_world: SparkWorld) -> None:
     rows = decoded(spark_world, list(cases), schemas)
     for (value, expected), row in zip(cases.items(), rows, strict=True):
         if expected is None:
-            assert row._decode_error is None, (value, row)
-            assert (row._json is None) == (value is None), (value, row)
+            assert row._cdc_decode_error is None, (value, row)
+            assert (row._cdc_json is None) == (value is None), (value, row)
         else:
-            assert row._json is None and expected in (row._decode_error or ""), (value, row)
+            assert row._cdc_json is None and expected in (row._cdc_decode_error or ""), (value, row)
 
 
 def test_a_string_in_a_record_named_by_its_full_name_is_checked(spark_world: SparkWorld) -> None:
@@ -92,5 +94,5 @@ def test_a_string_in_a_record_named_by_its_full_name_is_checked(spark_world: Spa
     bad = framed(5, {"first": {"label": "a"}, "more": [{"label": "XXXX"}]}, schema)
     bad = bad.replace(b"XXXX", b"\xff\xfe\xfd\xfc")
     ok, broken = decoded(spark_world, [good, bad], {5: json.dumps(schema)})
-    assert ok._decode_error is None and json.loads(ok._json)["more"] == [{"label": "ü"}]
-    assert NOT_UTF8 in (broken._decode_error or ""), broken  # a dead letter
+    assert ok._cdc_decode_error is None and json.loads(ok._cdc_json)["more"] == [{"label": "ü"}]
+    assert NOT_UTF8 in (broken._cdc_decode_error or ""), broken  # a dead letter

@@ -70,7 +70,7 @@ def decoded(spark: Any, data: dict[str, Any]) -> list[Any]:
     else:
         events = with_utf8_check(events)
     out = decode_events(events, table, data["format"] == "json", avro)
-    return list(out.orderBy("_offset").collect())
+    return list(out.orderBy("_cdc_offset").collect())
 
 
 def text(value: Any) -> str | None:
@@ -80,7 +80,7 @@ def text(value: Any) -> str | None:
 def assert_row(found: Any, expected: dict[str, str | None], unchanged: list[str]) -> None:
     for column, value in expected.items():
         if column in unchanged:  # the placeholder: flagged, never a value
-            assert found[f"_t_{column}"] is True, (column, found)
+            assert found[f"_cdc_t_{column}"] is True, (column, found)
         else:
             assert text(found[column]) == value, (column, found[column], value)
 
@@ -92,7 +92,7 @@ def test_recorded_events_decode_to_what_the_source_held(
     data = json.loads(path.read_text())
     register_functions(spark_world.spark)
     rows = decoded(spark_world.spark, data)
-    assert [r._error for r in rows] == [None] * len(rows), [r._error for r in rows]
+    assert [r._cdc_error for r in rows] == [None] * len(rows), [r._cdc_error for r in rows]
     snapshot = [r for r in rows if r._cdc_op == "r"]
     stream = [r for r in rows if r._cdc_op != "r"]
     assert sorted(str(r.id) for r in snapshot) == sorted(data["snapshot"])
@@ -106,7 +106,7 @@ def test_recorded_events_decode_to_what_the_source_held(
         if e["op"] == "d":
             assert r.id == e["key"]
         if e.get("old_key") is not None and data["dialect"] == "postgresql":
-            assert r["_ok_id"] == e["old_key"]  # the header: TOAST values follow the key
+            assert r["_cdc_ok_id"] == e["old_key"]  # the header: TOAST values follow the key
     positions = [list(r._cdc_position) for r in rows]
     assert positions == sorted(positions) and len({tuple(p) for p in positions}) == len(rows)
 

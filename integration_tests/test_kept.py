@@ -12,7 +12,7 @@ from integration_tests.conftest import SparkWorld
 from integration_tests.test_merge_sql_iceberg import TABLE  # a MariaDB table keyed by id
 
 EVENTS = (
-    "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _error)"
+    "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _cdc_error)"
 )
 
 
@@ -48,7 +48,7 @@ def test_the_observed_aggregate_is_the_aggregate_and_the_rows_are_kept(
     assert got == expected
     assert got["truncated_at"] == [1, 30, 5, 0] and got["truncated_ts"] == 4_000
     assert (got["events"], got["bad"], got["truncates"], got["applied"]) == (6, 1, 2, 3)
-    assert (got["_lo_id"], got["_hi_id"]) == (3, 99)
+    assert (got["_cdc_lo_id"], got["_cdc_hi_id"]) == (3, 99)
     assert sorted(map(str, kept.collect())) == sorted(map(str, events.collect()))
     assert _persistent(spark) == before + 1
     let_go(kept)

@@ -22,7 +22,8 @@ TABLE = MirrorTable(
     columns=(MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string")),
 )
 CHANGES = (
-    "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _action)"
+    "SELECT * FROM VALUES {rows} "
+    "AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _cdc_action)"
 )
 
 
@@ -86,7 +87,7 @@ def test_the_batch_key_range_bounds_the_read_and_changes_no_result(
     whole = classify_sql(TABLE, "merge_it_batch", target, None, False)
 
     def actions(sql: str) -> list[tuple[object, ...]]:
-        query = f"SELECT id, _action FROM ({sql}) ORDER BY id"
+        query = f"SELECT id, _cdc_action FROM ({sql}) ORDER BY id"
         return [tuple(r) for r in spark.sql(query).collect()]
 
     assert actions(bounded) == [(1001, "update"), (1050, "delete"), (1200, "insert")]
@@ -183,7 +184,7 @@ def _tombstones_table(spark: Any, name: str) -> None:
 def test_changes_of_a_restarted_source_history_are_told_from_replays(
     spark_world: SparkWorld, broadcast: bool
 ) -> None:
-    """``_backwards`` (``positions.went_backwards_sql``): a change older by source position
+    """``_cdc_backwards`` (``positions.went_backwards_sql``): a change older by source position
     but committed later than the stored row or tombstone comes from a restarted history; a
     replay (older in both) and a re-snapshot of the same history (a read whose binlog
     position is past the stored row) are only stale."""
@@ -216,8 +217,8 @@ def test_changes_of_a_restarted_source_history_are_told_from_replays(
     ).createOrReplaceTempView("merge_it_history")
     sql = classify_sql(TABLE, "merge_it_history", target, tombstones, False, None, broadcast)
     got = {
-        r.id: (r._action, r._backwards)
-        for r in spark.sql(f"SELECT id, _action, _backwards FROM ({sql})").collect()
+        r.id: (r._cdc_action, r._cdc_backwards)
+        for r in spark.sql(f"SELECT id, _cdc_action, _cdc_backwards FROM ({sql})").collect()
     }
     assert got == {
         1: ("stale", False),
@@ -250,7 +251,7 @@ def test_events_behind_a_truncate_of_another_history_are_counted(
     sql = behind_truncate_sql([1, 26, 9000, 0, 0, 7], mark_us, 4)
     got = spark.sql(
         f"SELECT {sql} FROM VALUES {rows} AS s(_cdc_position, _cdc_source_ts) "
-        "CROSS JOIN (SELECT CAST(NULL AS STRING) AS _error)"
+        "CROSS JOIN (SELECT CAST(NULL AS STRING) AS _cdc_error)"
     ).first()[0]
     assert got == 1
     assert spark.sql("SELECT " + behind_truncate_sql([], None, 4)).first()[0] == 0
@@ -420,7 +421,7 @@ def test_an_insert_only_merge_ends_as_the_guarded_one(
 
 
 def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: SparkWorld) -> None:
-    """``_entombed`` marks the deleted keys that have a tombstone; a batch with none such
+    """``_cdc_entombed`` marks the deleted keys that have a tombstone; a batch with none such
     records its tombstones without a MATCHED branch (an anti join and an append), one with
     such a key moves that tombstone to the newer position."""
     from cdcmirror.mirror.merge_sql import classify_sql, tombstone_merge_sql
@@ -441,7 +442,7 @@ def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: Spark
         f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
     ).createOrReplaceTempView("merge_it_deletes")
     classified = spark.sql(classify_sql(TABLE, "merge_it_deletes", target, tombstones, False))
-    got = {r.id: (r._action, r._entombed) for r in classified.collect()}
+    got = {r.id: (r._cdc_action, r._cdc_entombed) for r in classified.collect()}
     assert got == {1: ("delete", False), 2: ("delete", True), 9: ("absent", False)}
     classified.where("id <> 2").createOrReplaceTempView("merge_it_not_entombed")
     appended = tombstone_merge_sql(TABLE, tombstones, "merge_it_not_entombed", matched=False)

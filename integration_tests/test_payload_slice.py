@@ -29,7 +29,7 @@ def both_ways(spark: Any, data: dict[str, Any], records: list[dict[str, Any]]) -
     parts = sorted(str(r[0]) for r in found)
 
     def rows(cut: list[str] | None) -> list[str]:
-        out = decode_events(events, table, True, False, parts=cut).orderBy("_offset")
+        out = decode_events(events, table, True, False, parts=cut).orderBy("_cdc_offset")
         return [repr(r.asDict(recursive=True)) for r in out.collect()]
 
     return parts, rows(None), rows(parts)
@@ -66,7 +66,7 @@ def test_recorded_events_decode_the_same_from_their_payload(
     sql = payload_text_sql(parts)
     assert parts and sql.count(" WHEN ") == len(parts), parts  # every part is cut
     assert cut == whole
-    assert all("'_error': None" in r for r in cut)
+    assert all("'_cdc_error': None" in r for r in cut)
 
 
 @pytest.mark.parametrize("path", JSON_FIXTURES, ids=lambda p: p.stem)
@@ -85,5 +85,5 @@ def test_broken_values_decode_the_same_from_their_payload(
     parts, whole, cut = both_ways(spark_world.spark, data, records)
     assert 1 <= payload_text_sql(parts).count(" WHEN ") < len(parts)  # not every part cut
     assert cut == whole
-    errors = sum("'_error': None" not in r for r in cut)
+    errors = sum("'_cdc_error': None" not in r for r in cut)
     assert errors >= 4 * len(values), errors  # the broken ones are refused, both ways

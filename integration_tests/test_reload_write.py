@@ -19,7 +19,7 @@ LOAD = TableLoad(
 ROW = "{id}L, {name}, '{op}', array(1L, 1L, {id}L, 0L, 0L, 0L), current_timestamp(), {deleted}"
 READ = (
     "SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, "
-    "_cdc_deleted, _load_error)"
+    "_cdc_deleted, _cdc_load_error)"
 )
 LOADED = "({id}L, '{name}', 'r', array(0L, 2L, 99L, 0L, -1L, -1L), current_timestamp(), false, {e})"
 

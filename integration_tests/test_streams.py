@@ -166,7 +166,8 @@ def world(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Wor
     for topic in [*w.tele, w.profiles, w.readings]:
         services.create_topic(topic, 1)
     w.clicks_batch(400)
-    w.produce(w.profiles, [json.dumps({"user_id": 0, "name": "seed", "score": 0}).encode()])
+    seed = {"user_id": 0, "name": "seed", "score": 0, "_error": 0, "_rn": 0}  # fields named
+    w.produce(w.profiles, [json.dumps(seed).encode()])  # like the mirror's working columns
     try:
         yield w
     finally:
@@ -211,7 +212,10 @@ def test_streams_and_the_cdc_table_in_one_job(
     world.produce(world.tele[0], [json.dumps(e).encode() for e in tele_good[:60]] + bad[:2])
     world.produce(world.tele[1], [json.dumps(e).encode() for e in tele_good[60:]] + bad[2:])
     world.produce(world.tele[1], [None])  # a tombstone: no event, skipped
-    profiles = [{"user_id": i % 30, "name": f"u{i}", "score": i} for i in range(300)]
+    profiles = [
+        {"user_id": i % 30, "name": f"u{i}", "score": i, "_error": -i, "_rn": i % 7}
+        for i in range(300)
+    ]
     world.produce(world.profiles, [json.dumps(p).encode() for p in profiles], key=b"k")
     world.m.workload.run(300)
     sc.settle(world.m)
@@ -231,8 +235,9 @@ def test_streams_and_the_cdc_table_in_one_job(
     assert dead[bad[3].decode()] == "field(s) not in the stream's schema: colour", dead
     assert "does not fit its column" in dead[bad[2].decode()], dead
     assert dead[bad[1].decode()] == "the value is not a JSON object", dead
-    newest = {p["user_id"]: (p["name"], p["score"]) for p in profiles}
-    got = {r.user_id: (r.name, r.score) for r in world.rows("profiles", "user_id, name, score")}
+    newest = {p["user_id"]: (p["name"], p["score"], p["_error"], p["_rn"]) for p in profiles}
+    rows = world.rows("profiles", "user_id, name, score, _error, _rn")
+    got = {r.user_id: (r.name, r.score, r._error, r._rn) for r in rows}
     assert got == newest
 
 

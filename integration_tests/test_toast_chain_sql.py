@@ -26,8 +26,8 @@ TABLE = MirrorTable(
     ),
 )
 EVENT_COLUMNS = (
-    "id BIGINT, note STRING, qty INT, `_t_note` BOOLEAN, `_ok_id` BIGINT, _cdc_op STRING, "
-    "_cdc_position ARRAY<BIGINT>, _cdc_source_ts TIMESTAMP, _partition INT, _offset BIGINT"
+    "id BIGINT, note STRING, qty INT, `_cdc_t_note` BOOLEAN, `_cdc_ok_id` BIGINT, _cdc_op STRING, "
+    "_cdc_position ARRAY<BIGINT>, _cdc_source_ts TIMESTAMP, _cdc_partition INT, _cdc_offset BIGINT"
 )
 PLACEHOLDER = None  # the decoded value of a placeholder; the flag says it is one
 
@@ -79,8 +79,8 @@ def run_chain(
         "filled"
     )
     classified = spark.sql(classify_sql(TABLE, "filled", "stored", None, soft))
-    out = classified.selectExpr("id", "note", "`_t_note`", f"{unknown_sql(TABLE)} AS u")
-    return {r.id: (r.note, r._t_note, r.u) for r in out.collect()}
+    out = classified.selectExpr("id", "note", "`_cdc_t_note`", f"{unknown_sql(TABLE)} AS u")
+    return {r.id: (r.note, r._cdc_t_note, r.u) for r in out.collect()}
 
 
 def test_a_chain_of_key_changes_takes_the_first_keys_stored_value(spark: Any) -> None:

@@ -24,7 +24,11 @@ BATCH = (  # deduplicated events: 1 and 2 stored older, 3 never stored
 
 def _actions(spark: Any, tombstones: str | None) -> list[tuple[Any, ...]]:
     sql = classify_sql(TABLE, "tomb_it_batch", "merge_it.tomb_items", tombstones, soft=False)
-    rows = spark.sql(sql).select("id", "_action", "_entombed", "_stored_position").collect()
+    rows = (
+        spark.sql(sql)
+        .select("id", "_cdc_action", "_cdc_entombed", "_cdc_stored_position")
+        .collect()
+    )
     return sorted((r[0], r[1], r[2], None if r[3] is None else list(r[3])) for r in rows)
 
 

@@ -64,8 +64,14 @@ def test_float_key_and_cdc_prefix_are_refused() -> None:
     with pytest.raises(UnsupportedTypeError, match="floating point"):
         desired_table(_catalog(t), t, "ns")
     t2 = _table(("id", "int"), ("_cdc_op", "text"))
-    with pytest.raises(UnsupportedTypeError, match="may not start with '_cdc_'"):
+    with pytest.raises(UnsupportedTypeError, match="starts with '_cdc_'"):
         desired_table(_catalog(t2), t2, "ns")
+    t3 = _table(("id", "int"), ("_CDC_rn", "text"), ("_Partition", "int"), ("_rn", "int"))
+    with pytest.raises(UnsupportedTypeError) as err:
+        desired_table(_catalog(t3), t3, "ns")
+    assert "Orders._CDC_rn: the column's name starts with '_cdc_'" in str(err.value)
+    assert "Orders._Partition: the column's name is the name of an Iceberg" in str(err.value)
+    assert "Orders._rn:" not in str(err.value)
 
 
 def test_bucket_partition_defaults_to_first_key_column() -> None:

@@ -156,7 +156,7 @@ def test_position_guard_compares_only_the_source_part() -> None:
     assert newer("a", "b", 2) == "slice(a, 1, 2) > slice(b, 1, 2)"
     sql = merge_sql(table(), "t", "c", soft=False)
     assert sql.count("slice(s._cdc_position, 1, 3) > slice(t._cdc_position, 1, 3)") == 2
-    assert "THEN DELETE" in sql and "IF(s.`_t_note`, t.`note`, s.`note`)" in sql
+    assert "THEN DELETE" in sql and "IF(s.`_cdc_t_note`, t.`note`, s.`note`)" in sql
     soft = merge_sql(table(), "t", "c", soft=True)
     assert "_cdc_deleted = true" in soft and "THEN DELETE" not in soft
 
@@ -165,11 +165,11 @@ def test_a_batch_without_placeholders_or_inserts_merges_without_those_branches()
     """No change carries an unchanged-TOAST placeholder: no stored value is read; no change
     inserts: no NOT MATCHED branch (both executed on Iceberg by the integration tests)."""
     plain = merge_sql(table(), "t", "c", soft=False, placeholders=False)
-    assert "`note` = s.`note`" in plain and "t.`note`" not in plain and "_t_note" not in plain
+    assert "`note` = s.`note`" in plain and "t.`note`" not in plain and "_cdc_t_note" not in plain
     assert "NOT MATCHED" in plain
     updates = merge_sql(table(), "t", "c", soft=False, inserts=False)
-    assert "NOT MATCHED" not in updates and "IF(s.`_t_note`, t.`note`, s.`note`)" in updates
-    assert placeholder_sql(table()) == "(`_t_note`)"
+    assert "NOT MATCHED" not in updates and "IF(s.`_cdc_t_note`, t.`note`, s.`note`)" in updates
+    assert placeholder_sql(table()) == "(`_cdc_t_note`)"
     assert placeholder_sql(table(flavor="mariadb")) == "false"
 
 
@@ -202,13 +202,13 @@ def test_the_unguarded_merge_reads_no_stored_position() -> None:
 def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
     assert toastable(table()) == ["note"]
     assert toastable(table(flavor="mariadb")) == []
-    assert "_f_note" in dedupe_sql(table(), "events")
-    assert "_kc.p AS _okpos" in dedupe_sql(table(), "events")
-    assert "_kc" not in dedupe_sql(table(flavor="mariadb"), "events")
+    assert "_cdc_f_note" in dedupe_sql(table(), "events")
+    assert "_cdc_kc.p AS _cdc_okpos" in dedupe_sql(table(), "events")
+    assert "_cdc_kc" not in dedupe_sql(table(flavor="mariadb"), "events")
     assert "tb._cdc_position" in classify_sql(table(), "d", "t", "tomb", soft=False)
     assert "payload STRUCT<" in envelope_ddl(table(), schemas=True)
     assert not envelope_ddl(table(), schemas=False).startswith("payload")
-    assert checked_exprs(table())[-1].endswith("AS _error")
+    assert checked_exprs(table())[-1].endswith("AS _cdc_error")
 
 
 def test_schemaless_format_turns_converter_schemas_off() -> None:

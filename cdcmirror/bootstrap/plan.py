@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
-from cdcmirror.cdc_columns import CDC_COLUMNS, PREFIX, IcebergColumn
+from cdcmirror.cdc_columns import CDC_COLUMNS, IcebergColumn, name_problem
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
 from cdcmirror.iceberg_types import is_widening, normalize_type
 from cdcmirror.source_model import SourceCatalog, SourceTable
@@ -205,10 +205,11 @@ def _map_columns(
     carriers: dict[str, str] = {}
     errors: list[str] = []
     for col in table.columns:
-        if col.name.startswith(PREFIX):
+        problem = name_problem(col.name)
+        if problem:
             errors.append(
-                f"{table.qualified}.{col.name}: source columns may not start with {PREFIX!r} "
-                "(cdcmirror's own columns do); rename the column or leave the table out"
+                f"{table.qualified}.{col.name}: the column's name {problem}, which a mirrored "
+                "table cannot have; rename the column or leave the table out"
             )
             continue
         required = col.name in table.key

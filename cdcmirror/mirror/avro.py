@@ -213,10 +213,10 @@ def record_fields(schema_text: str) -> list[str]:
 def avro_error_sql(
     readable: list[int],
     problems: dict[int, str],
-    unread: str = "_json IS NULL",
+    unread: str = "_cdc_json IS NULL",
     checks: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    """Spark SQL over a framed batch (``value``, ``_schema_id``, ``_json``): why a value
+    """Spark SQL over a framed batch (``value``, ``_cdc_schema_id``, ``_cdc_json``): why a value
     could not be read, NULL when it was (or is a tombstone); ``unread``: the condition of
     a body its schema did not read; ``checks``: (condition, reason) of a value read.
 
@@ -229,19 +229,20 @@ def avro_error_sql(
 
     cases = ["WHEN value IS NULL THEN NULL"]
     cases.append(
-        "WHEN _schema_id IS NULL THEN "
+        "WHEN _cdc_schema_id IS NULL THEN "
         + text("not Avro in the Confluent wire format (no magic byte 0 and schema id)")
     )
     for sid, reason in sorted(problems.items()):
-        cases.append(f"WHEN _schema_id = {sid} THEN {text(reason)}")
+        cases.append(f"WHEN _cdc_schema_id = {sid} THEN {text(reason)}")
     known = ", ".join(str(sid) for sid in sorted(readable))
-    unknown = f"_schema_id NOT IN ({known})" if known else "true"
+    unknown = f"_cdc_schema_id NOT IN ({known})" if known else "true"
     cases.append(
-        f"WHEN {unknown} THEN concat('Avro: schema id ', _schema_id, "
+        f"WHEN {unknown} THEN concat('Avro: schema id ', _cdc_schema_id, "
         "' is not in the schema registry')"
     )
     cases.append(
-        f"WHEN {unread} THEN concat('Avro: the Avro body does not match schema id ', _schema_id)"
+        f"WHEN {unread} THEN concat('Avro: the Avro body does not match schema id ', "
+        "_cdc_schema_id)"
     )
     cases += [f"WHEN {cond} THEN {text(reason)}" for cond, reason in checks]
     return f"CASE {' '.join(cases)} END"

@@ -19,8 +19,8 @@ from cdcmirror.mirror.positions import behind_truncate_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders
 
-_TS = "IF(_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
-_TRUNCATE = "_error IS NULL AND _cdc_op = 't'"
+_TS = "IF(_cdc_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
+_TRUNCATE = "_cdc_error IS NULL AND _cdc_op = 't'"
 
 
 def aggregate_exprs(table: MirrorTable) -> list[str]:
@@ -29,8 +29,8 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
     n = source_length(table.dialect)
     return [
         "count(*) AS events",
-        f"count_if(_error = '{NEW_SCHEMA}') AS new_schemas",
-        "count_if(_error IS NOT NULL) AS bad",
+        f"count_if(_cdc_error = '{NEW_SCHEMA}') AS new_schemas",
+        "count_if(_cdc_error IS NOT NULL) AS bad",
         f"max({_TS}) AS newest_us",
         f"percentile_approx({_TS}, 0.5) AS median_us",
         f"min({_TS}) AS oldest_us",
@@ -40,9 +40,10 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"{behind_truncate_sql(table.truncated_at, table.truncated_ts_us, n)} AS behind_truncate",
         f"count_if({_TRUNCATE}) AS truncates",
         f"{applied_count_sql(table)} AS applied",
-        f"count_if(_error IS NULL AND {key_change_with_placeholders(table)}) AS key_change_fills",
+        f"count_if(_cdc_error IS NULL AND {key_change_with_placeholders(table)}) "
+        "AS key_change_fills",
         *bounds_exprs(table),
-        f"count_if(_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
+        f"count_if(_cdc_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
     ]
 
 

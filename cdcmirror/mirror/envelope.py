@@ -7,7 +7,7 @@ Three steps, each a list of ``selectExpr`` expressions over the previous one:
 2. ``wire_exprs``: op, source position, commit time, and each column's JSON value (from
    ``before`` for deletes, ``after`` otherwise), plus the TOAST placeholder flags.
 3. ``decoded_exprs``: each value converted to its Iceberg type;
-4. ``checked_exprs``: ``_error``, why the event cannot be applied (NULL when it can), which
+4. ``checked_exprs``: ``_cdc_error``, why the event cannot be applied (NULL when it can), which
    sends it to the dead-letter table. A separate step so that no conversion is computed twice.
 
 Position (DESIGN.md, correctness rule 1), an array compared element by element:
@@ -55,7 +55,7 @@ def row_struct_ddl(table: MirrorTable) -> str:
     return f"STRUCT<{', '.join(fields)}>"
 
 
-UNREADABLE = "_unreadable"
+UNREADABLE = "_cdc_unreadable"
 """The envelope's field that ``from_json`` fills with the whole value when any part of it does
 not fit its type (its ``columnNameOfCorruptRecord``): Spark would otherwise read such a part
 as NULL and keep the rest, and a NULL would be written where the source has a value."""
@@ -71,7 +71,7 @@ def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 
 
-UTF8 = "_utf8"
+UTF8 = "_cdc_utf8"
 """A column of the batch's Kafka rows (JSON formats): the value is NULL or UTF-8 text
 (``UTF8_SQL``), checked once per event when the batch is read, then used by the batch
 summary and the decode."""
@@ -89,7 +89,7 @@ def raw_rows_ddl(schemas: bool) -> str:
 
 
 def raw_rows_sql(env: str, schemas: bool) -> str:
-    """The ``_raw`` column: the rows as JSON text per column, for unreadable values only."""
+    """The ``_cdc_raw`` column: the rows as JSON text per column, for unreadable values only."""
     return (
         f"IF({env}.{UNREADABLE} IS NULL, NULL, "
         f"from_json({env}.{UNREADABLE}, '{raw_rows_ddl(schemas)}'))"
@@ -103,35 +103,35 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
     """
     p = "env.payload" if schemas else "env"
     out = [
-        f"CAST({decode_error} AS STRING) AS _decode_error",
-        "topic AS _topic",
-        "partition AS _partition",
-        "offset AS _offset",
-        "headers AS _headers",
+        f"CAST({decode_error} AS STRING) AS _cdc_decode_error",
+        "topic AS _cdc_topic",
+        "partition AS _cdc_partition",
+        "offset AS _cdc_offset",
+        "headers AS _cdc_headers",
         f"{p}.op AS _cdc_op",
         f"{position_sql(table.dialect, p, _in_reload(table, p))} AS _cdc_position",
         f"CAST(timestamp_millis({p}.source.ts_ms) AS TIMESTAMP) AS _cdc_source_ts",
-        f"{p} IS NULL AS _unparsed",
-        f"env.{UNREADABLE} IS NOT NULL AS _unreadable",
-        f"{_misfits(table, p, '_raw.payload' if schemas else '_raw')} AS _misfits",
-        f"{p}.after IS NULL AS _no_after",
-        f"{p}.before IS NULL AS _no_before",
+        f"{p} IS NULL AS _cdc_unparsed",
+        f"env.{UNREADABLE} IS NOT NULL AS _cdc_unreadable",
+        f"{_misfits(table, p, '_cdc_raw.payload' if schemas else '_cdc_raw')} AS _cdc_misfits",
+        f"{p}.after IS NULL AS _cdc_no_after",
+        f"{p}.before IS NULL AS _cdc_no_before",
     ]
     for c in table.columns:
         out.append(
             f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)}) "
-            f"AS {q('_w_' + c.name)}"
+            f"AS {q('_cdc_w_' + c.name)}"
         )
     for name in toastable(table):
-        flag = unavailable_sql(q("_w_" + name), parse_carrier(table.column(name).carrier))
-        out.append(f"coalesce({flag}, false) AS {q('_t_' + name)}")
+        flag = unavailable_sql(q("_cdc_w_" + name), parse_carrier(table.column(name).carrier))
+        out.append(f"coalesce({flag}, false) AS {q('_cdc_t_' + name)}")
     if toastable(table):
         key_ddl = ", ".join(
             f"{q(k)}: {wire_type(parse_carrier(table.column(k).carrier))}" for k in table.key
         )
         header = f"filter(headers, h -> h.key = '{OLD_KEY_HEADER}')[0].value"
         ddl = sql_string(f"STRUCT<{key_ddl}>")
-        out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _old_key")
+        out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _cdc_old_key")
     return out
 
 
@@ -153,30 +153,30 @@ def _misfits(table: MirrorTable, p: str, raw: str) -> str:
         name = sql_string(c.name)
         text = f"IF({p}.op = 'd', {raw}.before[{name}], {raw}.after[{name}])"
         names.append(f"IF({text} IS NOT NULL AND {value} IS NULL, {name}, NULL)")
-    return f"IF(_raw IS NULL, NULL, nullif(concat_ws(', ', {', '.join(names)}), ''))"
+    return f"IF(_cdc_raw IS NULL, NULL, nullif(concat_ws(', ', {', '.join(names)}), ''))"
 
 
 def old_key_columns(table: MirrorTable) -> list[str]:
-    """``_ok_<key>``: the old key of a key-change create (NULL otherwise); PostgreSQL tables
+    """``_cdc_ok_<key>``: the old key of a key-change create (NULL otherwise); PostgreSQL tables
     with TOASTable columns only."""
-    return [f"_ok_{k}" for k in table.key] if toastable(table) else []
+    return [f"_cdc_ok_{k}" for k in table.key] if toastable(table) else []
 
 
 def _errors(table: MirrorTable) -> str:
     """Over the output of ``decoded_exprs`` (converted columns next to their wire values)."""
     checks = [
-        ("_unparsed OR _cdc_op IS NULL", "'not a Debezium change event (no payload.op)'"),
+        ("_cdc_unparsed OR _cdc_op IS NULL", "'not a Debezium change event (no payload.op)'"),
         (
             f"_cdc_op NOT IN ({', '.join(repr(o) for o in OPS)})",
             "concat('unknown op ', _cdc_op)",
         ),
-        ("_cdc_op IN ('c', 'u', 'r') AND _no_after", "'no after row'"),
-        ("_cdc_op = 'd' AND _no_before", "'no before row'"),
+        ("_cdc_op IN ('c', 'u', 'r') AND _cdc_no_after", "'no after row'"),
+        ("_cdc_op = 'd' AND _cdc_no_before", "'no before row'"),
         (
-            "_unreadable AND NOT _unparsed AND _cdc_op IS NOT NULL",
+            "_cdc_unreadable AND NOT _cdc_unparsed AND _cdc_op IS NOT NULL",
             "concat('a value does not fit its type (text in a number, a fraction in an "
             "integer, a number past 64 bits, a scalar where a row belongs)', "
-            "coalesce(concat(': column(s) ', _misfits), ''))",
+            "coalesce(concat(': column(s) ', _cdc_misfits), ''))",
         ),
         (
             "exists(_cdc_position, x -> x IS NULL)",
@@ -185,12 +185,12 @@ def _errors(table: MirrorTable) -> str:
     ]
     toast = set(toastable(table))
     for c in table.columns:
-        w = q("_w_" + c.name)
+        w = q("_cdc_w_" + c.name)
         if c.name in table.key:
             checks.append(
                 (f"_cdc_op <> 't' AND {w} IS NULL", sql_string(f"key column {c.name} is null"))
             )
-        skip = f" AND NOT {q('_t_' + c.name)}" if c.name in toast else ""
+        skip = f" AND NOT {q('_cdc_t_' + c.name)}" if c.name in toast else ""
         checks.append(
             (
                 f"_cdc_op <> 'd' AND {w} IS NOT NULL{skip} AND {q(c.name)} IS NULL",
@@ -200,14 +200,14 @@ def _errors(table: MirrorTable) -> str:
             )
         )
     cases = ", ".join(f"IF(coalesce({cond}, false), {msg}, NULL)" for cond, msg in checks)
-    return f"coalesce(_decode_error, nullif(concat_ws('; ', {cases}), '')) AS _error"
+    return f"coalesce(_cdc_decode_error, nullif(concat_ws('; ', {cases}), '')) AS _cdc_error"
 
 
 _KAFKA_AND_CDC = [
-    "_topic",
-    "_partition",
-    "_offset",
-    "_headers",
+    "_cdc_topic",
+    "_cdc_partition",
+    "_cdc_offset",
+    "_cdc_headers",
     "_cdc_op",
     "_cdc_position",
 ]
@@ -215,29 +215,29 @@ _KAFKA_AND_CDC = [
 
 def decoded_exprs(table: MirrorTable) -> list[str]:
     """Step 3: each column converted to its Iceberg type (its wire value kept for step 4)."""
-    out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_decode_error", "_unparsed", "_no_after"]
-    out += ["_unreadable", "_misfits"]
-    out.append("_no_before")
+    out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_cdc_decode_error", "_cdc_unparsed", "_cdc_no_after"]
+    out += ["_cdc_unreadable", "_cdc_misfits"]
+    out.append("_cdc_no_before")
     julian = "_cdc_op = 'r'" if dialects.of(table.dialect).julian_snapshot_dates else "false"
     for c in table.columns:
-        w = q("_w_" + c.name)
+        w = q("_cdc_w_" + c.name)
         converted = convert_sql(w, parse_carrier(c.carrier), c.iceberg, julian)
         out.append(f"{converted} AS {q(c.name)}")
         out.append(w)
-    out += [q("_t_" + name) for name in toastable(table)]
+    out += [q("_cdc_t_" + name) for name in toastable(table)]
     for k, ok in zip(table.key, old_key_columns(table), strict=False):
         c = table.column(k)
         out.append(
-            f"{convert_sql(f'_old_key.{q(k)}', parse_carrier(c.carrier), c.iceberg)} AS {q(ok)}"
+            f"{convert_sql(f'_cdc_old_key.{q(k)}', parse_carrier(c.carrier), c.iceberg)} AS {q(ok)}"
         )
     return out
 
 
 def checked_exprs(table: MirrorTable) -> list[str]:
-    """Step 4: the decoded event and ``_error`` (NULL when the event can be applied)."""
+    """Step 4: the decoded event and ``_cdc_error`` (NULL when the event can be applied)."""
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts"]
     out += [q(c.name) for c in table.columns]
-    out += [q("_t_" + name) for name in toastable(table)]
+    out += [q("_cdc_t_" + name) for name in toastable(table)]
     out += [q(ok) for ok in old_key_columns(table)]
     out.append(_errors(table))
     return out

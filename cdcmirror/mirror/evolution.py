@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcmirror.cdc_columns import PREFIX
+from cdcmirror.cdc_columns import name_problem
 from cdcmirror.iceberg_types import is_widening
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
 from cdcmirror.mirror.envelope import UTF8
@@ -81,8 +81,9 @@ def plan_evolution(table: MirrorTable, fields: list[dict[str, Any]]) -> Evolutio
         name = str(f.get("field"))
         carrier = carrier_of_field(f)
         iceberg = iceberg_of_field(f)
-        if name.startswith(PREFIX):
-            evo.errors.append(f"source column {name} starts with {PREFIX!r}, cdcmirror's prefix")
+        problem = name_problem(name)
+        if problem:
+            evo.errors.append(f"new source column {name}: its name {problem}")
             continue
         col = known.get(name)
         if col is None:
@@ -123,7 +124,7 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
 PAYLOAD_MARK = ',"payload":'
 
 NEW_SCHEMA = "a row schema new to this job (read again after a first look)"
-"""The ``_decode_error`` of an event whose schema ``known_schema_sql`` does not know: the
+"""The ``_cdc_decode_error`` of an event whose schema ``known_schema_sql`` does not know: the
 batch is applied the usual way instead (``spark/single_pass.py``), never dead-lettered."""
 
 
@@ -142,14 +143,18 @@ def known_schema_sql(known: list[str]) -> str:
 
 
 def known_ids_sql(ids: list[int]) -> str:
-    """Per Avro event (``_schema_id`` read from its frame): its schema id is one of ``ids``,
+    """Per Avro event (``_cdc_schema_id`` read from its frame): its schema id is one of ``ids``,
     or it has none (an unframed value: a dead letter either way).
 
     >>> known_ids_sql([3, 1]), known_ids_sql([])
-    ('(_schema_id IS NULL OR _schema_id IN (1, 3))', '(_schema_id IS NULL)')
+    ('(_cdc_schema_id IS NULL OR _cdc_schema_id IN (1, 3))', '(_cdc_schema_id IS NULL)')
     """
     listed = ", ".join(str(i) for i in sorted(ids))
-    return f"(_schema_id IS NULL OR _schema_id IN ({listed}))" if ids else "(_schema_id IS NULL)"
+    return (
+        f"(_cdc_schema_id IS NULL OR _cdc_schema_id IN ({listed}))"
+        if ids
+        else "(_cdc_schema_id IS NULL)"
+    )
 
 
 def _starts_with_sql(part: str) -> str:
@@ -205,8 +210,8 @@ def distinct_schemas_sql(kind: str, rows: str = "true") -> str:
     """
     if kind == "avro":
         return (
-            f"collect_set(IF({rows} AND _decode_error IS NULL AND _json IS NOT NULL, "
-            "_schema_id, NULL))"
+            f"collect_set(IF({rows} AND _cdc_decode_error IS NULL AND _cdc_json IS NOT NULL, "
+            "_cdc_schema_id, NULL))"
         )
     value = "CAST(value AS STRING)"
     text = f"IF({UTF8} AND {rows}, {value}, NULL)"  # else a dead letter, no schema
@@ -220,7 +225,7 @@ def schema_key_sql(kind: str) -> str:
     """Per event (a Kafka row; Avro: after the frame is read): the key of its row schema,
     as ``schema_key`` gives it for an entry of ``distinct_schemas_sql`` (avro or json)."""
     if kind == "avro":
-        return "CAST(_schema_id AS STRING)"
+        return "CAST(_cdc_schema_id AS STRING)"
     return f"sha2(substring_index(CAST(value AS STRING), '{PAYLOAD_MARK}', 1), 256)"
 
 

@@ -36,15 +36,16 @@ def key_changes_at_create_sql(table: MirrorTable, events: str, columns: Sequence
     >>> from cdcmirror.mirror.spec import MirrorColumn
     >>> t = MirrorTable("n.t", "s.p.t", "postgresql", "p.t", ("id",), "upsert",
     ...     (MirrorColumn("id", "long", "int64"), MirrorColumn("note", "string", "string")))
-    >>> sql = key_changes_at_create_sql(t, "e", ["_cdc_op", "id", "note", "_t_note", "_ok_id"])
-    >>> "SELECT 'd' AS `_cdc_op`, `_ok_id` AS `id`, NULL AS `note`, false AS `_t_note`" in sql
+    >>> cols = ["_cdc_op", "id", "note", "_cdc_t_note", "_cdc_ok_id"]
+    >>> sql = key_changes_at_create_sql(t, "e", cols)
+    >>> "SELECT 'd' AS `_cdc_op`, `_cdc_ok_id` AS `id`, NULL AS `note`, false AS " in sql
     True
     """
     old = dict(zip(table.key, old_key_columns(table), strict=True))
     if not applies_at_create(table):
         return f"SELECT * FROM {events}"
-    flags = {"_t_" + c.name for c in table.columns}
-    nulls = {c.name for c in table.columns} | set(old.values()) | {"_error"}
+    flags = {"_cdc_t_" + c.name for c in table.columns}
+    nulls = {c.name for c in table.columns} | set(old.values()) | {"_cdc_error"}
     synthetic = []
     for name in columns:
         if name == "_cdc_op":
@@ -68,7 +69,7 @@ def delete_half_sql(table: MirrorTable) -> str:
     """Condition over decoded events: the delete half of a key change, which is skipped."""
     if not applies_at_create(table):
         return "false"
-    header = f"coalesce(exists(_headers, h -> h.key = '{NEW_KEY_HEADER}'), false)"
+    header = f"coalesce(exists(_cdc_headers, h -> h.key = '{NEW_KEY_HEADER}'), false)"
     return f"(_cdc_op = 'd' AND {header})"
 
 
@@ -89,7 +90,7 @@ def applied_count_sql(table: MirrorTable) -> str:
     >>> applied_count_sql(t).count("count_if")
     2
     """
-    good = "_error IS NULL"
+    good = "_cdc_error IS NULL"
     return (
         f"count_if({good} AND _cdc_op IN ('c', 'u', 'd', 'r') AND NOT {delete_half_sql(table)})"
         f" + count_if({good} AND {create_half_sql(table)})"

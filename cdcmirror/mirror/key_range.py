@@ -29,14 +29,14 @@ def ranged_keys(table: MirrorTable) -> list[str]:
 
 
 def bounds_exprs(table: MirrorTable) -> list[str]:
-    """Aggregate expressions over decoded events: ``_lo_<k>``/``_hi_<k>`` per ranged key,
+    """Aggregate expressions over decoded events: ``_cdc_lo_<k>``/``_cdc_hi_<k>`` per ranged key,
     the old key of key-change creates included (their delete lands on it).
 
     >>> from cdcmirror.mirror.spec import MirrorColumn
     >>> t = MirrorTable("n.t", "s.p.t", "mysql", "p.t", ("id",), "upsert",
     ...     (MirrorColumn("id", "long", "int64"),))
     >>> bounds_exprs(t)
-    ['min(`id`) AS `_lo_id`', 'max(`id`) AS `_hi_id`']
+    ['min(`id`) AS `_cdc_lo_id`', 'max(`id`) AS `_cdc_hi_id`']
     """
     old = dict(zip(table.key, old_key_columns(table), strict=False))
     out = []
@@ -45,7 +45,7 @@ def bounds_exprs(table: MirrorTable) -> list[str]:
         if k in old:
             low = f"least({low}, min({q(old[k])}))"
             high = f"greatest({high}, max({q(old[k])}))"
-        out += [f"{low} AS {q('_lo_' + k)}", f"{high} AS {q('_hi_' + k)}"]
+        out += [f"{low} AS {q('_cdc_lo_' + k)}", f"{high} AS {q('_cdc_hi_' + k)}"]
     return out
 
 
@@ -53,7 +53,7 @@ def bounds_of(table: MirrorTable, row: Mapping[str, object]) -> dict[str, tuple[
     """The bounds read back from the aggregate row (keys the batch has no value for left out)."""
     out = {}
     for k in ranged_keys(table):
-        low, high = row.get("_lo_" + k), row.get("_hi_" + k)
+        low, high = row.get("_cdc_lo_" + k), row.get("_cdc_hi_" + k)
         if isinstance(low, int) and isinstance(high, int):
             out[k] = (low, high)
     return out

@@ -31,10 +31,13 @@ def _row_names(table: MirrorTable) -> list[str]:
     return [*table.names, "_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_deleted"]
 
 
+_DEDUPED_CDC = ("_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_partition", "_cdc_offset")
+
+
 def dedupe_sql(table: MirrorTable, events: str) -> str:
     """The newest event per key. An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
-    key came after that event (or there is none), ``_ok_*`` / ``_okpos`` name the old key
+    key came after that event (or there is none), ``_cdc_ok_*`` / ``_cdc_okpos`` name the old key
     and the create's position for ``toast_chain.py``; else the stored value is kept.
 
     Each key's events numbered newest first (positions end with the Kafka partition and
@@ -46,16 +49,17 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     keys = ", ".join(q(k) for k in table.key)
     toast = toastable(table)
     old = old_key_columns(table)
-    per_key = f"(PARTITION BY {keys})"
+    partition = f"PARTITION BY {keys}"
+    per_key = f"({partition})"
     fills = "".join(f", {newest_value_sql(c, per_key)}" for c in toast)
     if old:
         fields = ", ".join(f"{sql_string(ok)}, {q(ok)}" for ok in old)
         fills += (
             f", max_by(named_struct({fields}, 'p', _cdc_position), "
-            f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) OVER {per_key} AS _kc"
+            f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) OVER {per_key} AS _cdc_kc"
         )
-    used = [*table.names, *(f"_t_{c}" for c in toast), *old, *_DEDUPED_CDC]
-    newest = f"row_number() OVER (PARTITION BY {keys} ORDER BY _cdc_position DESC) AS _rn"
+    used = [*table.names, *(f"_cdc_t_{c}" for c in toast), *old, *_DEDUPED_CDC]
+    newest = f"row_number() OVER ({partition} ORDER BY _cdc_position DESC) AS _cdc_rn"
     numbered = f"SELECT {', '.join(q(c) for c in used)}, {newest}{fills} FROM {events}"
     cols = []
     for c in table.names:
@@ -63,14 +67,11 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
             cols += filled_sql(c, bool(old))
         else:
             cols.append(f"n.{q(c)}")
-    cols += [f"_kc.{q(ok)} AS {q(ok)}" for ok in old]
+    cols += [f"_cdc_kc.{q(ok)} AS {q(ok)}" for ok in old]
     if old:
-        cols.append("_kc.p AS _okpos")
+        cols.append("_cdc_kc.p AS _cdc_okpos")
     cols += [f"n.{c}" for c in _DEDUPED_CDC]
-    return f"SELECT {', '.join(cols)} FROM ({numbered}) AS n WHERE n._rn = 1"
-
-
-_DEDUPED_CDC = ("_cdc_op", "_cdc_position", "_cdc_source_ts", "_partition", "_offset")
+    return f"SELECT {', '.join(cols)} FROM ({numbered}) AS n WHERE n._cdc_rn = 1"
 
 
 BROADCAST_KEYS = 500_000
@@ -96,9 +97,9 @@ def classify_sql(
     bounds: Bounds | None = None,
     broadcast: bool = False,
 ) -> str:
-    """Each deduplicated event with ``_action``: what it does to the stored row,
-    ``_backwards``: a stale event that comes from a restarted source history
-    (``positions.went_backwards_sql``), and ``_entombed``: its key has a tombstone.
+    """Each deduplicated event with ``_cdc_action``: what it does to the stored row,
+    ``_cdc_backwards``: a stale event that comes from a restarted source history
+    (``positions.went_backwards_sql``), and ``_cdc_entombed``: its key has a tombstone.
     ``bounds``: the batch's key range (``key_range.py``), so only stored rows inside it are
     read. ``broadcast``: the stored rows are first cut to the batch's keys by a semi join
     with them broadcast (``_stored_sql``)."""
@@ -108,7 +109,7 @@ def classify_sql(
     backwards = went_backwards_sql(
         "s._cdc_position", "s._cdc_source_ts", "t._cdc_position", "t._cdc_source_ts", n
     )
-    stored = "t._cdc_position AS _stored_position, t._cdc_source_ts AS _stored_ts"
+    stored = "t._cdc_position AS _cdc_stored_position, t._cdc_source_ts AS _cdc_stored_ts"
     entombed = "false"
     if tombstones:
         stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast)
@@ -121,8 +122,8 @@ def classify_sql(
             "s._cdc_position", "s._cdc_source_ts", "tb._cdc_position", "tb._cdc_source_ts", n
         )
         stored = (
-            "coalesce(t._cdc_position, tb._cdc_position) AS _stored_position, "
-            "coalesce(t._cdc_source_ts, tb._cdc_source_ts) AS _stored_ts"
+            "coalesce(t._cdc_position, tb._cdc_position) AS _cdc_stored_position, "
+            "coalesce(t._cdc_source_ts, tb._cdc_source_ts) AS _cdc_stored_ts"
         )
         entombed = "tb._cdc_position IS NOT NULL"
     absent_delete = "'delete'" if soft else "'absent'"
@@ -134,9 +135,10 @@ def classify_sql(
         "ELSE 'stale' END"
     )
     return (
-        "SELECT * EXCEPT (_gap), (_action = 'stale' AND coalesce(_gap, false)) AS _backwards "
-        f"FROM (SELECT s.*, {action} AS _action, ({backwards}) AS _gap, {stored}, "
-        f"{entombed} AS _entombed "
+        "SELECT * EXCEPT (_cdc_gap), "
+        "(_cdc_action = 'stale' AND coalesce(_cdc_gap, false)) AS _cdc_backwards "
+        f"FROM (SELECT s.*, {action} AS _cdc_action, ({backwards}) AS _cdc_gap, {stored}, "
+        f"{entombed} AS _cdc_entombed "
         f"FROM {deduped} s "
         f"LEFT JOIN {_stored_sql(table, target, deduped, bounds, broadcast)} t "
         f"ON {_on(table, 's', 't')}"
@@ -226,7 +228,7 @@ def _not_matched_sql(table: MirrorTable, soft: bool, toast: set[str]) -> str:
         )
         absent = f" WHEN NOT MATCHED AND s._cdc_op = 'd' THEN INSERT ({columns}) VALUES ({stub})"
     return (
-        f" WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({columns}) "
+        f" WHEN NOT MATCHED AND s._cdc_action = 'insert' THEN INSERT ({columns}) "
         f"VALUES ({insert_values}, false){absent}"
     )
 
@@ -243,11 +245,12 @@ def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> s
     columns = ", ".join(q(c) for c in names)
     values = ", ".join(f"r.{q(c)}" for c in names)
     return (
-        f"MERGE INTO {target} t USING (SELECT p.*, e._action AS _batch_action "
+        f"MERGE INTO {target} t USING (SELECT p.*, e._cdc_action AS _cdc_batch_action "
         f"FROM {as_of(target, parent)} p JOIN {changes} e ON {_on(table, 'p', 'e')} "
         f"WHERE {newer('p._cdc_position', 'e._cdc_position', n)}) r ON {_on(table, 't', 'r')} "
         f"WHEN MATCHED AND {newer('r._cdc_position', 't._cdc_position', n)} THEN UPDATE SET {sets} "
-        f"WHEN NOT MATCHED AND r._batch_action = 'delete' THEN INSERT ({columns}) VALUES ({values})"
+        f"WHEN NOT MATCHED AND r._cdc_batch_action = 'delete' "
+        f"THEN INSERT ({columns}) VALUES ({values})"
     )
 
 
@@ -260,7 +263,7 @@ def tombstone_merge_sql(
 ) -> str:
     """Record the position of every hard-deleted key (also keys deleted before they landed).
     ``matched`` False: none of those keys had a tombstone when the batch was classified
-    (``_entombed``), so the new ones are appended (an anti join, no outer join)."""
+    (``_cdc_entombed``), so the new ones are appended (an anti join, no outer join)."""
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     update = (
@@ -269,7 +272,7 @@ def tombstone_merge_sql(
     )
     return (
         f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position, _cdc_source_ts "
-        f"FROM {changes} WHERE _action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
+        f"FROM {changes} WHERE _cdc_action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
         f"{update if matched else ''}WHEN NOT MATCHED THEN INSERT *"
     )

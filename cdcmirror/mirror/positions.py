@@ -118,8 +118,8 @@ def behind_truncate_sql(mark: Sequence[int], mark_ts_us: int | None, n: int) -> 
 
     >>> behind_truncate_sql([], None, 4)
     '0'
-    >>> behind_truncate_sql([1, 2, 30, 0, 0, 9], 1_000, 4)[:50]
-    'count_if(_error IS NULL AND (array(1L, 2L, 30L, 0L'
+    >>> behind_truncate_sql([1, 2, 30, 0, 0, 9], 1_000, 4)[:54]
+    'count_if(_cdc_error IS NULL AND (array(1L, 2L, 30L, 0L'
     """
     if not mark or mark_ts_us is None:
         return "0"
@@ -127,7 +127,7 @@ def behind_truncate_sql(mark: Sequence[int], mark_ts_us: int | None, n: int) -> 
     gap = went_backwards_sql(
         "_cdc_position", "_cdc_source_ts", literal, f"timestamp_micros({int(mark_ts_us)}L)", n
     )
-    return f"count_if(_error IS NULL AND {gap})"
+    return f"count_if(_cdc_error IS NULL AND {gap})"
 
 
 # -- rows of the initial load ----------------------------------------------------------------

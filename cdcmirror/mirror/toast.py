@@ -11,7 +11,7 @@ puts a placeholder in its place, shaped for the column's type (Debezium's
 - hstore (map mode): the one entry placeholder -> placeholder.
 
 The mirror keeps the stored value for each of these and never writes the placeholder
-(DESIGN.md rule 4): the decode flags a placeholder in ``_t_<column>`` (``envelope.py``), the
+(DESIGN.md rule 4): the decode flags a placeholder in ``_cdc_t_<column>`` (``envelope.py``), the
 batch's dedupe fills it from an earlier event of the key (``filled_sql``), the MERGE keeps
 the stored value (``kept_sql``), and ``toast_chain.py`` follows key changes.
 """
@@ -94,22 +94,22 @@ def toastable(table: MirrorTable) -> list[str]:
 def newest_value_sql(c: str, over: str) -> str:
     """Dedupe (``merge_sql.dedupe_sql``), an aggregate over each key's events (the window
     ``over``): the newest event's value of ``c`` that is not a placeholder, with its
-    position (``_f_<c>``)."""
+    position (``_cdc_f_<c>``)."""
     return (
         f"max_by(named_struct('v', {q(c)}, 'p', _cdc_position), IF(_cdc_op = 'd' OR "
-        f"{q('_t_' + c)}, NULL, _cdc_position)) OVER {over} AS {q('_f_' + c)}"
+        f"{q('_cdc_t_' + c)}, NULL, _cdc_position)) OVER {over} AS {q('_cdc_f_' + c)}"
     )
 
 
 def filled_sql(c: str, key_changes: bool) -> list[str]:
     """Dedupe, over the newest event ``n``: ``c`` filled from the batch's newest value when
-    ``n`` carries the placeholder, and ``_t_<c>`` still true when nothing in the batch
-    fills it. ``key_changes``: a key-change create after that value (``_kc``) wins, its old
+    ``n`` carries the placeholder, and ``_cdc_t_<c>`` still true when nothing in the batch
+    fills it. ``key_changes``: a key-change create after that value (``_cdc_kc``) wins, its old
     key's row has the value (``toast_chain.py``)."""
-    t, f = q("_t_" + c), q("_f_" + c)
+    t, f = q("_cdc_t_" + c), q("_cdc_f_" + c)
     usable = f"{f} IS NOT NULL"
     if key_changes:
-        usable += f" AND (_kc IS NULL OR {f}.p >= _kc.p)"
+        usable += f" AND (_cdc_kc IS NULL OR {f}.p >= _cdc_kc.p)"
     return [
         f"IF(n.{t} AND {usable}, {f}.v, n.{q(c)}) AS {q(c)}",
         f"(n.{t} AND NOT ({usable})) AS {t}",
@@ -119,17 +119,17 @@ def filled_sql(c: str, key_changes: bool) -> list[str]:
 def placeholder_sql(table: MirrorTable) -> str:
     """Over decoded changes: the change carries an unchanged-TOAST placeholder in some column
     (a batch without one is MERGEd without reading the stored values, ``kept_sql``)."""
-    flags = [q("_t_" + c) for c in toastable(table)]
+    flags = [q("_cdc_t_" + c) for c in toastable(table)]
     return f"({' OR '.join(flags)})" if flags else "false"
 
 
 def kept_sql(c: str) -> str:
     """The MERGE's ``UPDATE SET`` of ``c``: the stored value when the change carries the
     placeholder."""
-    return f"{q(c)} = IF(s.{q('_t_' + c)}, t.{q(c)}, s.{q(c)})"
+    return f"{q(c)} = IF(s.{q('_cdc_t_' + c)}, t.{q(c)}, s.{q(c)})"
 
 
 def inserted_sql(c: str) -> str:
     """The MERGE's ``INSERT`` value of ``c``: NULL rather than the placeholder (only an
     event whose value is known nowhere gets here, and it is dead-lettered first)."""
-    return f"IF(s.{q('_t_' + c)}, NULL, s.{q(c)})"
+    return f"IF(s.{q('_cdc_t_' + c)}, NULL, s.{q(c)})"

@@ -4,7 +4,7 @@ Each schema id of the batch gets Spark's own Avro reader (``from_avro``) over th
 the 5-byte frame, with the schema's logical types removed (``avro.plain_schema``: values as
 written, like the JSON converter), then ``to_json``. No Python runs per row. A schema Spark
 cannot read, an id the registry lacks, an unframed value and a body that does not fit its
-schema each become a ``_decode_error`` (the event is dead-lettered, the batch goes on), and
+schema each become a ``_cdc_decode_error`` (the event is dead-lettered, the batch goes on), and
 so does a string that is not UTF-8 (Spark's reader does not check; ``to_json`` would write
 U+FFFD for each bad byte). An event stream's schema whose fields are its columns' own types
 is read straight into the columns, no JSON text made (``streams/avro_direct.py``).
@@ -42,7 +42,7 @@ _KEEP_NULLS = {"ignoreNullFields": "false"}  # "field": null, as the JSON conver
 
 
 def _struct_ddl(columns: Sequence[IcebergColumn]) -> str:
-    """The Spark type of a stream's event struct (its columns, then ``_unreadable``)."""
+    """The Spark type of a stream's event struct (its columns, then ``_cdc_unreadable``)."""
     fields = [f"{q(c.name)}: {spark_type(c.type)}" for c in columns]
     return f"STRUCT<{', '.join([*fields, f'{UNREADABLE}: STRING'])}>"
 
@@ -115,16 +115,18 @@ class AvroFrames:
         self._lock = threading.Lock()
 
     def with_ids(self, df: Any) -> Any:
-        """``df`` with ``_schema_id`` (NULL for a value that is not framed)."""
+        """``df`` with ``_cdc_schema_id`` (NULL for a value that is not framed)."""
         from pyspark.sql import functions as F
 
-        return df.withColumn("_schema_id", F.expr(SCHEMA_ID_SQL))
+        return df.withColumn("_cdc_schema_id", F.expr(SCHEMA_ID_SQL))
 
     def decode_batch(self, df: Any, registry: SchemaRegistry) -> Any:
-        """A CDC batch's records with ``_schema_id``, ``_json`` and ``_decode_error``; the
-        schemas of the batch's ids are fetched once, on the driver."""
+        """A CDC batch's records with ``_cdc_schema_id``, ``_cdc_json`` and
+        ``_cdc_decode_error``; the schemas of the batch's ids are fetched once, on the driver."""
         framed = self.with_ids(df)
-        found = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct().collect()
+        found = (
+            framed.select("_cdc_schema_id").where("_cdc_schema_id IS NOT NULL").distinct().collect()
+        )
         return self.decode(framed, registry.schemas([int(r[0]) for r in found]))
 
     def decode(
@@ -133,10 +135,11 @@ class AvroFrames:
         schemas: dict[int, str],
         columns: Sequence[IcebergColumn] | None = None,
     ) -> Any:
-        """``framed`` (with ``_schema_id``) plus ``_json`` and ``_decode_error``; ``schemas``:
-        the registry's text of the batch's ids (ids it lacks are left out). With a stream's
-        ``columns``, also ``_avro``: the event as a struct of the columns, for the ids whose
-        fields are the columns' types (``streams/avro_direct.py``; ``_json`` is NULL then)."""
+        """``framed`` (with ``_cdc_schema_id``) plus ``_cdc_json`` and ``_cdc_decode_error``;
+        ``schemas``: the registry's text of the batch's ids (ids it lacks are left out). With a
+        stream's ``columns``, also ``_cdc_avro``: the event as a struct of the columns, for the
+        ids whose fields are the columns' types (``streams/avro_direct.py``; ``_cdc_json`` is
+        NULL then)."""
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
@@ -151,35 +154,35 @@ class AvroFrames:
         framed = framed.select(
             "*",
             *(
-                F.when(F.col("_schema_id") == sid, from_avro(body, plain, _PERMISSIVE)).alias(
-                    f"_avro_{sid}"
+                F.when(F.col("_cdc_schema_id") == sid, from_avro(body, plain, _PERMISSIVE)).alias(
+                    f"_cdc_avro_{sid}"
                 )
                 for sid, (plain, _) in known.items()
             ),
         )
         for sid, (plain, fields) in known.items():
-            record = F.col(f"_avro_{sid}")
+            record = F.col(f"_cdc_avro_{sid}")
             valid = _text_valid(record, json.loads(plain), {})
             if valid is not None:
-                not_utf8 = F.when(F.col("_schema_id") == sid, ~valid).otherwise(not_utf8)
+                not_utf8 = F.when(F.col("_cdc_schema_id") == sid, ~valid).otherwise(not_utf8)
             # a body that does not fit reads as a record whose every field is NULL
             fits = ~reduce(and_, [record[f].isNull() for f in fields])
             same = direct_fields(plain, columns) if columns else None
             if same is not None:
                 event = _event(record, columns or [], same)
-                direct = F.when((F.col("_schema_id") == sid) & fits, event).otherwise(direct)
+                direct = F.when((F.col("_cdc_schema_id") == sid) & fits, event).otherwise(direct)
                 continue
             decoded = F.when(fits, F.to_json(record, _KEEP_NULLS))
-            text = F.when(F.col("_schema_id") == sid, decoded).otherwise(text)
+            text = F.when(F.col("_cdc_schema_id") == sid, decoded).otherwise(text)
         readable = [sid for sid, plain in usable.items() if plain is not None]
         problems = {sid: self._problems[sid] for sid, plain in usable.items() if plain is None}
-        framed = framed.withColumn("_json", F.when(F.col("value").isNotNull(), text))
-        framed = framed.withColumn("_avro", direct).withColumn("_not_utf8", not_utf8)
-        unread = "_json IS NULL AND _avro IS NULL"
-        error = avro_error_sql(readable, problems, unread, (("_not_utf8", NOT_UTF8),))
-        framed = framed.withColumn("_decode_error", F.expr(error))
-        framed = framed.drop("_not_utf8", *(f"_avro_{sid}" for sid in known))
-        return framed if columns else framed.drop("_avro")
+        framed = framed.withColumn("_cdc_json", F.when(F.col("value").isNotNull(), text))
+        framed = framed.withColumn("_cdc_avro", direct).withColumn("_cdc_not_utf8", not_utf8)
+        unread = "_cdc_json IS NULL AND _cdc_avro IS NULL"
+        error = avro_error_sql(readable, problems, unread, (("_cdc_not_utf8", NOT_UTF8),))
+        framed = framed.withColumn("_cdc_decode_error", F.expr(error))
+        framed = framed.drop("_cdc_not_utf8", *(f"_cdc_avro_{sid}" for sid in known))
+        return framed if columns else framed.drop("_cdc_avro")
 
     def _check(self, spark: Any, sid: int, text: str) -> tuple[str, list[str]] | None:
         """The plain schema of ``sid`` and its field names if Spark reads it, else None (the

@@ -49,30 +49,30 @@ def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> Non
 
 
 def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
-    """Decoded events with ``_error`` as dead-letter rows, with their Kafka key and value
+    """Decoded events with ``_cdc_error`` as dead-letter rows, with their Kafka key and value
     from ``raw`` (the table's Kafka records of the batch: the decoded events do not carry
     them, so the cached batch holds each value once); ``fail`` (``dead_letter = "fail"``):
     the first one stops the job instead."""
     if fail:
-        first = bad.orderBy("_partition", "_offset").first()
+        first = bad.orderBy("_cdc_partition", "_cdc_offset").first()
         raise MirrorError(
-            f"{table.identifier}: event at {table.topic} partition {first._partition} "
-            f"offset {first._offset} cannot be applied: {first._error} "
+            f"{table.identifier}: event at {table.topic} partition {first._cdc_partition} "
+            f"offset {first._cdc_offset} cannot be applied: {first._cdc_error} "
             '(mirror.dead_letter = "fail")'
         )
-    errors = bad.selectExpr("_partition AS _p", "_offset AS _o", "_error")
+    errors = bad.selectExpr("_cdc_partition AS _cdc_p", "_cdc_offset AS _cdc_o", "_cdc_error")
     return joined_dead(raw, errors, table.identifier)
 
 
 def joined_dead(records: Any, errors: Any, identifier: str) -> Any:
     """Dead-letter rows of table ``identifier``: the Kafka ``records`` that ``errors``
-    names (columns ``_p`` partition, ``_o`` offset, ``_error``, and ``_t`` topic when the
-    records are of several topics), each with its reason."""
-    on = (records["partition"] == errors["_p"]) & (records["offset"] == errors["_o"])
-    if "_t" in errors.columns:
-        on = on & (records["topic"] == errors["_t"])
+    names (columns ``_cdc_p`` partition, ``_cdc_o`` offset, ``_cdc_error``, and ``_cdc_t``
+    topic when the records are of several topics), each with its reason."""
+    on = (records["partition"] == errors["_cdc_p"]) & (records["offset"] == errors["_cdc_o"])
+    if "_cdc_t" in errors.columns:
+        on = on & (records["topic"] == errors["_cdc_t"])
     return records.join(errors, on).selectExpr(
-        *RECORD_COLUMNS, "_error AS error", f"{sql_string(identifier)} AS table_name"
+        *RECORD_COLUMNS, "_cdc_error AS error", f"{sql_string(identifier)} AS table_name"
     )
 
 
@@ -92,9 +92,9 @@ def unknown_toast_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool) -
     (never written as NULL), and how many; called when the batch has some. ``raw``: the
     table's Kafka records of the batch."""
     bad = changes.where(unknown_sql(table)).selectExpr(
-        "_partition",
-        "_offset",
-        f"{unknown_toast_reason(unknown_columns_sql(table))} AS _error",
+        "_cdc_partition",
+        "_cdc_offset",
+        f"{unknown_toast_reason(unknown_columns_sql(table))} AS _cdc_error",
     )
     found = int(bad.count())
     logger.error(

@@ -1,6 +1,6 @@
 """A table's Debezium events of a batch decoded into rows: the envelope parsed with the
 table's schema, each wire value converted by its carrier (``mirror/envelope.py``,
-``mirror/carriers.py``), bad values flagged in ``_error`` (dead letters), never guessed."""
+``mirror/carriers.py``), bad values flagged in ``_cdc_error`` (dead letters), never guessed."""
 
 from __future__ import annotations
 
@@ -49,25 +49,25 @@ def decode_events(
     parts: list[str] | None = None,
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
-    ``_json`` and ``_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
+    ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
     ``known``: its row schemas the table took (Avro: schema ids), an event of another one is
     marked (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row schemas
     (JSON with schemas: its events are parsed from their payloads,
     ``evolution.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
-    error = "_decode_error" if avro else NOT_UTF8_SQL
+    error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
     if known is not None and avro:  # an id not known is not decoded: new, not an error
         error = f"IF({known_ids_sql([int(k) for k in known])}, {error}, '{NEW_SCHEMA}')"
     elif known is not None:
         error = f"coalesce({error}, IF({known_schema_sql(known)}, NULL, '{NEW_SCHEMA}'))"
     if avro:
-        text = F.col("_json")
+        text = F.col("_cdc_json")
     else:
         text = F.expr(payload_text_sql(parts or []) if schemas else "CAST(value AS STRING)")
     parsed = events.withColumn(
         "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
-    ).withColumn("_raw", F.expr(raw_rows_sql("env", schemas)))
+    ).withColumn("_cdc_raw", F.expr(raw_rows_sql("env", schemas)))
     return (
         parsed.selectExpr(*wire_exprs(table, schemas, error))
         .selectExpr(*decoded_exprs(table))

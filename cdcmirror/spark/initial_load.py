@@ -63,7 +63,7 @@ def read_converted(
     position: Sequence[int],
     source_ts_us: int,
 ) -> Any:
-    """The table's rows as the mirror writes them, ``_cdc_`` columns and ``_load_error``."""
+    """The table's rows as the mirror writes them, ``_cdc_`` columns and ``_cdc_load_error``."""
     reads = [
         spark.read.format("jdbc").options(**source.options(), dbtable=load.query(w)).load()
         for w in where
@@ -79,7 +79,7 @@ def read_converted(
         f"{position_literal(position)} AS _cdc_position",
         f"timestamp_micros({int(source_ts_us)}L) AS _cdc_source_ts",
         "false AS _cdc_deleted",
-        f"{error_sql(cols)} AS _load_error",
+        f"{error_sql(cols)} AS _cdc_load_error",
     )
 
 
@@ -99,12 +99,12 @@ def write_loaded(
     observed = frame.observe(
         seen,
         F.expr("count(*)").alias("rows"),
-        F.expr("count_if(_load_error IS NOT NULL)").alias("bad"),
-        F.expr(f"min(IF(_load_error IS NULL, NULL, concat({key_text}, ': ', _load_error)))").alias(
-            "example"
-        ),
+        F.expr("count_if(_cdc_load_error IS NOT NULL)").alias("bad"),
+        F.expr(
+            f"min(IF(_cdc_load_error IS NULL, NULL, concat({key_text}, ': ', _cdc_load_error)))"
+        ).alias("example"),
     )
-    good = _aligned(spark, observed.where("_load_error IS NULL").drop("_load_error"), load)
+    good = _aligned(spark, observed.where("_cdc_load_error IS NULL").drop("_cdc_load_error"), load)
     before = current_snapshot(spark, spark_name(load.identifier)).id if keep_deleted else None
     started = time.monotonic()
     sc = spark.sparkContext

@@ -41,11 +41,11 @@ from cdcmirror.streams.sql import (
 )
 
 logger = logging.getLogger("cdcmirror.mirror")
-_GOOD = "_error IS NULL AND _new"
+_GOOD = "_cdc_error IS NULL AND _cdc_new"
 _COUNTS = (
     f"count_if({_GOOD}) AS good",
-    "count_if(_error IS NOT NULL) AS bad",
-    "count_if(_error IS NULL AND NOT _new) AS held",
+    "count_if(_cdc_error IS NOT NULL) AS bad",
+    "count_if(_cdc_error IS NULL AND NOT _cdc_new) AS held",
     f"max(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS newest",
     # a coarse sketch (1 % of rank): a batch's median Kafka time, at a fraction of the cost
     f"percentile_approx(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL), 0.5, 100) AS median",
@@ -200,7 +200,7 @@ class StreamBatch:
             ids = [newest] if newest is not None else []
         guard = known_ids_guard_sql(ids) if ids else ""
         if not ids:
-            rows = framed.select("_schema_id").where("_schema_id IS NOT NULL").distinct()
+            rows = framed.select("_cdc_schema_id").where("_cdc_schema_id IS NOT NULL").distinct()
             ids = [int(r[0]) for r in rows.collect()]
         schemas = self.registry.schemas(ids)
         added = added_columns(table.columns, schemas, table.identifier)
@@ -213,26 +213,26 @@ class StreamBatch:
             table = self.evolve(table, added)
         table = replace(table, avro_ids=tuple(sorted({*table.avro_ids, *schemas})))
         decoded = self.frames.decode(framed, schemas, table.columns)
-        return decoded, table, "_json", "_decode_error", guard
+        return decoded, table, "_cdc_json", "_cdc_decode_error", guard
 
     def _decode(
         self, events: Any, table: StreamTable, text: str, error: str, guard: str = ""
     ) -> Any:
-        """The decoded events (``_new``: not held yet), with their Kafka coordinates, not the
+        """The decoded events (``_cdc_new``: not held yet), with their Kafka coordinates, not the
         record (``_dead_letters`` takes it from the batch's records); ``guard``: a condition
         a new event must meet, or the query stops (``_read``)."""
         from pyspark.sql import functions as F
 
         event = F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
-        if "_avro" in events.columns:  # read from Avro straight into the columns
-            event = F.when(F.col("_avro").isNotNull(), F.col("_avro")).otherwise(event)
+        if "_cdc_avro" in events.columns:  # read from Avro straight into the columns
+            event = F.when(F.col("_cdc_avro").isNotNull(), F.col("_cdc_avro")).otherwise(event)
         parsed = events.withColumn("e", event)
         closed = table.spec.format == "json" and not table.spec.infer
         exprs = decoded_exprs(table.columns, closed, text, error)
         new = not_held_sql(table.held)
         if guard:
             new = f"({new}) AND {guard}"
-        return parsed.selectExpr(*exprs, f"{new} AS _new")
+        return parsed.selectExpr(*exprs, f"{new} AS _cdc_new")
 
     def _write_observed(
         self,
@@ -252,7 +252,7 @@ class StreamBatch:
         counted = Observation(f"cdcmirror_stream_{uuid.uuid4().hex}")
         decoded = self._decode(events, table, text, error, guard)
         observed = decoded.observe(counted, *(F.expr(c) for c in _COUNTS))
-        self._write(observed.where("_new"), table, props, stats)
+        self._write(observed.where("_cdc_new"), table, props, stats)
         return dict(counted.get)
 
     def _counted(
@@ -268,11 +268,14 @@ class StreamBatch:
     ) -> Any:
         """The batch's dead letters, made from decoded events held in a cache meanwhile: the
         error filter over a parse that is not cached would copy the parse into each
-        reference of ``_error``."""
+        reference of ``_cdc_error``."""
         decoded = self._decode(events, table, text, error).persist()
         try:
-            bad = decoded.where("_error IS NOT NULL").selectExpr(
-                "_kafka_topic AS _t", "_kafka_partition AS _p", "_kafka_offset AS _o", "_error"
+            bad = decoded.where("_cdc_error IS NOT NULL").selectExpr(
+                "_kafka_topic AS _cdc_t",
+                "_kafka_partition AS _cdc_p",
+                "_kafka_offset AS _cdc_o",
+                "_cdc_error",
             )
             return joined_dead(records, bad, table.identifier).localCheckpoint(eager=True)
         finally:

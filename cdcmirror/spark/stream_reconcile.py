@@ -71,6 +71,6 @@ def _listed(
     from pyspark.sql import functions as F
 
     order = Window.partitionBy("topic", "partition").orderBy("offset")
-    firsts = frame.withColumn("_n", F.row_number().over(order)).where(f"_n <= {limit}")
+    firsts = frame.withColumn("_cdc_n", F.row_number().over(order)).where(f"_cdc_n <= {limit}")
     for r in firsts.orderBy("topic", "partition", "offset").collect():
         getattr(by_part[(r.topic, int(r.partition))], name).append(int(r.offset))

@@ -18,7 +18,7 @@ def report_suspect_uuids(decoded: Any, table: MirrorTable, count: int) -> None:
     events (applicable events of ``decoded`` that ``suspect_sql`` picks)."""
     keys: list[str] = []
     if table.key:  # a keyless table has none to name (`reconcile --deep` finds the rows)
-        where = f"_error IS NULL AND ({suspect_sql(table)})"
+        where = f"_cdc_error IS NULL AND ({suspect_sql(table)})"
         rows = decoded.where(where).select(*[q(k) for k in table.key]).distinct()
         keys = [
             ", ".join(f"{k}={row[k]}" for k in table.key)

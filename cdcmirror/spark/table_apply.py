@@ -129,10 +129,10 @@ def _apply_kept(tb: TableBatch, decoded: Any, agg: Any) -> Any:
         report_suspect_uuids(decoded, table, agg.suspect_uuids)
     dead = None
     if stats.dead_lettered:
-        bad = decoded.where("_error IS NOT NULL")
+        bad = decoded.where("_cdc_error IS NOT NULL")
         # made now: the kept decode is let go after the table's work
         dead = decoded_dead(bad, table, tb.fail_on_dead_letter, tb.raw).localCheckpoint(eager=True)
-    applied = decoded.where("_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
+    applied = decoded.where("_cdc_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
     truncated_at = _truncate(tb, agg)
     if truncated_at:
         n = source_length(table.dialect)
@@ -203,7 +203,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
             dead = unknown if dead is None else dead.unionByName(unknown)
     if stats.inserts or stats.updates or stats.deletes:
         effective = changes.where(
-            f"_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
+            f"_cdc_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
         )
         effective.createOrReplaceTempView(view + "_effective")
         with stats.phase("merge"):
@@ -249,7 +249,7 @@ def _classified(
     tombstones: str | None,
     read: Read,
 ) -> tuple[Any, Any]:
-    """The batch's newest event per key with its ``_action`` (``merge_sql.classify_sql``)
+    """The batch's newest event per key with its ``_cdc_action`` (``merge_sql.classify_sql``)
     against the target as snapshot ``read`` holds it and its ``tombstones`` table, as the
     view ``<view>_changes``, and the observation that counts them (``_count_actions``)."""
     from pyspark.sql import Observation
@@ -288,11 +288,11 @@ def _count_exprs(table: MirrorTable) -> list[Any]:
     from pyspark.sql import functions as F
 
     return [
-        *(F.expr(f"count_if(_action = '{a}')").alias(a) for a in ACTIONS),
+        *(F.expr(f"count_if(_cdc_action = '{a}')").alias(a) for a in ACTIONS),
         F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
-        F.expr("count_if(_backwards)").alias("backwards"),
+        F.expr("count_if(_cdc_backwards)").alias("backwards"),
         F.expr(f"count_if({placeholder_sql(table)})").alias("placeholders"),
-        F.expr("count_if(_entombed AND _action IN ('delete', 'absent'))").alias("entombed"),
+        F.expr("count_if(_cdc_entombed AND _cdc_action IN ('delete', 'absent'))").alias("entombed"),
     ]
 
 

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cdcmirror.cdc_columns import IcebergColumn
+from cdcmirror.cdc_columns import IcebergColumn, name_problem
 from cdcmirror.exceptions import ConfigError
 
 KAFKA_COLUMNS = (
@@ -142,10 +142,11 @@ def infer_columns(events: Iterable[Any], where: str) -> list[IcebergColumn]:
 
 
 def _check_name(name: str, where: str) -> None:
-    if name in KAFKA_NAMES or name.startswith("_cdc_"):
+    problem = name_problem(name)
+    if name in KAFKA_NAMES or problem:
         raise ConfigError(
-            f"{where}: the event field {name!r} has the name of a column cdcmirror adds; "
-            "rename it in the events"
+            f"{where}: the event field {name!r} "
+            f"{problem or 'has the name of a column cdcmirror adds'}; rename it in the events"
         )
 
 

@@ -28,7 +28,7 @@ from cdcmirror.mirror.evolution import known_ids_sql
 from cdcmirror.sql_text import q, sql_string
 from cdcmirror.streams.schema import KAFKA_NAMES
 
-UNREADABLE = "_unreadable"
+UNREADABLE = "_cdc_unreadable"
 JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
 EVENT_ORDER = "struct(_kafka_timestamp, _kafka_topic, _kafka_partition, _kafka_offset)"
 
@@ -37,7 +37,7 @@ def event_ddl(columns: Sequence[IcebergColumn]) -> str:
     """The ``from_json`` schema of an event.
 
     >>> event_ddl([IcebergColumn("n", "long"), IcebergColumn("at", "timestamptz")])
-    '`n` BIGINT, `at` TIMESTAMP, _unreadable STRING'
+    '`n` BIGINT, `at` TIMESTAMP, _cdc_unreadable STRING'
     """
     fields = [f"{q(c.name)} {spark_type(c.type)}" for c in columns]
     return ", ".join([*fields, f"{UNREADABLE} STRING"])
@@ -89,7 +89,7 @@ def decoded_exprs(
     decode_error: str = "",
 ) -> list[str]:
     """Over the batch's Kafka rows with ``e`` (the parsed ``text``): the event's columns,
-    its Kafka coordinates, and ``_error`` (NULL when it can be written; ``decode_error``:
+    its Kafka coordinates, and ``_cdc_error`` (NULL when it can be written; ``decode_error``:
     the column of an Avro value's decoding error)."""
     out = [f"e.{q(c.name)} AS {q(c.name)}" for c in columns]
     out += [
@@ -97,7 +97,7 @@ def decoded_exprs(
         "partition AS _kafka_partition",
         "offset AS _kafka_offset",
         "timestamp AS _kafka_timestamp",
-        f"{_error(columns, closed, text, decode_error)} AS _error",
+        f"{_error(columns, closed, text, decode_error)} AS _cdc_error",
     ]
     return out
 
@@ -117,7 +117,7 @@ def append_sql(target: str, events: str, columns: Sequence[IcebergColumn]) -> st
     values += ["current_timestamp()"]
     return (
         f"INSERT INTO {target} ({', '.join(_names(columns))}) "
-        f"SELECT {', '.join(values)} FROM {events} WHERE _error IS NULL"
+        f"SELECT {', '.join(values)} FROM {events} WHERE _cdc_error IS NULL"
     )
 
 
@@ -125,18 +125,21 @@ def upsert_sql(
     target: str, events: str, columns: Sequence[IcebergColumn], keys: Sequence[str]
 ) -> str:
     """MERGE the newest good event per key (by Kafka timestamp, partition, offset) into the
-    table; an event not newer than the stored row changes nothing (a replay)."""
+    table; an event not newer than the stored row changes nothing (a replay). The newest is
+    the first of its key's events numbered newest first, reading only the table's columns."""
     keys_sql = ", ".join(q(k) for k in keys)
+    names = _names(columns)
+    used = ", ".join(names[:-1])  # the last, _ingested_at, is the commit's time
+    order = f"row_number() OVER (PARTITION BY {keys_sql} ORDER BY {EVENT_ORDER} DESC)"
     newest = (
-        f"SELECT n.* FROM (SELECT max_by(struct(*), {EVENT_ORDER}) AS n FROM {events} "
-        f"WHERE _error IS NULL GROUP BY {keys_sql})"
+        f"SELECT {used} FROM (SELECT {used}, {order} AS _cdc_rn FROM {events} "
+        "WHERE _cdc_error IS NULL) WHERE _cdc_rn = 1"
     )
     on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
     newer = (
         "struct(s._kafka_timestamp, s._kafka_topic, s._kafka_partition, s._kafka_offset) > "
         "struct(t._kafka_timestamp, t._kafka_topic, t._kafka_partition, t._kafka_offset)"
     )
-    names = _names(columns)
     values = [f"s.{n}" for n in names[:-1]] + ["current_timestamp()"]
     sets = ", ".join(f"{n} = {v}" for n, v in zip(names, values, strict=True))
     return (
@@ -168,8 +171,8 @@ def known_ids_guard_sql(ids: Sequence[int]) -> str:
     """A condition that is true, or stops the query with ``NEW_SCHEMA_ID`` when an Avro
     event names a schema id not in ``ids`` (an unframed value passes: a dead letter).
 
-    >>> known_ids_guard_sql([3, 1])[:57]
-    'assert_true((_schema_id IS NULL OR _schema_id IN (1, 3)),'
+    >>> known_ids_guard_sql([3, 1])[:65]
+    'assert_true((_cdc_schema_id IS NULL OR _cdc_schema_id IN (1, 3)),'
     """
     return f"assert_true({known_ids_sql(list(ids))}, {sql_string(NEW_SCHEMA_ID)}) IS NULL"
 
