@@ -36,6 +36,49 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+def placeholder_flag(column: str) -> str:
+    """The decoded event's flag: ``column`` carries Debezium's unchanged-TOAST placeholder
+    (``mirror/toast.py``).
+
+    >>> placeholder_flag("note")
+    '_cdc_t_note'
+    """
+    return f"{PREFIX}t_{column}"
+
+
+def wire(column: str) -> str:
+    """The decoded event's value of ``column`` as it came on the wire, before its carrier's
+    conversion (``mirror/envelope.py``)."""
+    return f"{PREFIX}w_{column}"
+
+
+def fill(column: str) -> str:
+    """The position of the key's newest event in the batch that carries a value of a TOAST
+    ``column`` (``mirror/toast.py``)."""
+    return f"{PREFIX}f_{column}"
+
+
+def before_fill(column: str) -> str:
+    """The position of an old key's newest value of a TOAST ``column`` before its key
+    change (``mirror/toast_chain.py``)."""
+    return f"{PREFIX}bf_{column}"
+
+
+def old_key(key: str) -> str:
+    """A key-change create's old value of key column ``key`` (``mirror/key_change.py``)."""
+    return f"{PREFIX}ok_{key}"
+
+
+def key_low(key: str) -> str:
+    """The batch's lowest value of key column ``key`` (``mirror/key_range.py``)."""
+    return f"{PREFIX}lo_{key}"
+
+
+def key_high(key: str) -> str:
+    """The batch's highest value of key column ``key`` (``mirror/key_range.py``)."""
+    return f"{PREFIX}hi_{key}"
+
+
 @dataclass(frozen=True)
 class IcebergColumn:
     """One column of an Iceberg table as plain data; ``type`` is an Iceberg type string."""

@@ -32,6 +32,7 @@ even when it wrote its change before the window.
 from __future__ import annotations
 
 from cdcmirror import dialects
+from cdcmirror.cdc_columns import old_key, placeholder_flag, wire
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
 from cdcmirror.mirror.reload_mark import in_reload_sql
@@ -119,12 +120,11 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
     ]
     for c in table.columns:
         out.append(
-            f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)}) "
-            f"AS {q('_cdc_w_' + c.name)}"
+            f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)}) AS {q(wire(c.name))}"
         )
     for name in toastable(table):
-        flag = unavailable_sql(q("_cdc_w_" + name), parse_carrier(table.column(name).carrier))
-        out.append(f"coalesce({flag}, false) AS {q('_cdc_t_' + name)}")
+        flag = unavailable_sql(q(wire(name)), parse_carrier(table.column(name).carrier))
+        out.append(f"coalesce({flag}, false) AS {q(placeholder_flag(name))}")
     if toastable(table):
         key_ddl = ", ".join(
             f"{q(k)}: {wire_type(parse_carrier(table.column(k).carrier))}" for k in table.key
@@ -159,7 +159,7 @@ def _misfits(table: MirrorTable, p: str, raw: str) -> str:
 def old_key_columns(table: MirrorTable) -> list[str]:
     """``_cdc_ok_<key>``: the old key of a key-change create (NULL otherwise); PostgreSQL tables
     with TOASTable columns only."""
-    return [f"_cdc_ok_{k}" for k in table.key] if toastable(table) else []
+    return [old_key(k) for k in table.key] if toastable(table) else []
 
 
 def _errors(table: MirrorTable) -> str:
@@ -185,12 +185,12 @@ def _errors(table: MirrorTable) -> str:
     ]
     toast = set(toastable(table))
     for c in table.columns:
-        w = q("_cdc_w_" + c.name)
+        w = q(wire(c.name))
         if c.name in table.key:
             checks.append(
                 (f"_cdc_op <> 't' AND {w} IS NULL", sql_string(f"key column {c.name} is null"))
             )
-        skip = f" AND NOT {q('_cdc_t_' + c.name)}" if c.name in toast else ""
+        skip = f" AND NOT {q(placeholder_flag(c.name))}" if c.name in toast else ""
         checks.append(
             (
                 f"_cdc_op <> 'd' AND {w} IS NOT NULL{skip} AND {q(c.name)} IS NULL",
@@ -220,11 +220,11 @@ def decoded_exprs(table: MirrorTable) -> list[str]:
     out.append("_cdc_no_before")
     julian = "_cdc_op = 'r'" if dialects.of(table.dialect).julian_snapshot_dates else "false"
     for c in table.columns:
-        w = q("_cdc_w_" + c.name)
+        w = q(wire(c.name))
         converted = convert_sql(w, parse_carrier(c.carrier), c.iceberg, julian)
         out.append(f"{converted} AS {q(c.name)}")
         out.append(w)
-    out += [q("_cdc_t_" + name) for name in toastable(table)]
+    out += [q(placeholder_flag(name)) for name in toastable(table)]
     for k, ok in zip(table.key, old_key_columns(table), strict=False):
         c = table.column(k)
         out.append(
@@ -237,7 +237,7 @@ def checked_exprs(table: MirrorTable) -> list[str]:
     """Step 4: the decoded event and ``_cdc_error`` (NULL when the event can be applied)."""
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts"]
     out += [q(c.name) for c in table.columns]
-    out += [q("_cdc_t_" + name) for name in toastable(table)]
+    out += [q(placeholder_flag(name)) for name in toastable(table)]
     out += [q(ok) for ok in old_key_columns(table)]
     out.append(_errors(table))
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cdcmirror.cdc_columns import placeholder_flag
 from cdcmirror.mirror.envelope import NEW_KEY_HEADER, old_key_columns, q
 from cdcmirror.mirror.spec import MirrorTable
 
@@ -44,7 +45,7 @@ def key_changes_at_create_sql(table: MirrorTable, events: str, columns: Sequence
     old = dict(zip(table.key, old_key_columns(table), strict=True))
     if not applies_at_create(table):
         return f"SELECT * FROM {events}"
-    flags = {"_cdc_t_" + c.name for c in table.columns}
+    flags = {placeholder_flag(c.name) for c in table.columns}
     nulls = {c.name for c in table.columns} | set(old.values()) | {"_cdc_error"}
     synthetic = []
     for name in columns:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cdcmirror.cdc_columns import key_high, key_low
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.spec import MirrorTable
 
@@ -45,7 +46,7 @@ def bounds_exprs(table: MirrorTable) -> list[str]:
         if k in old:
             low = f"least({low}, min({q(old[k])}))"
             high = f"greatest({high}, max({q(old[k])}))"
-        out += [f"{low} AS {q('_cdc_lo_' + k)}", f"{high} AS {q('_cdc_hi_' + k)}"]
+        out += [f"{low} AS {q(key_low(k))}", f"{high} AS {q(key_high(k))}"]
     return out
 
 
@@ -53,7 +54,7 @@ def bounds_of(table: MirrorTable, row: Mapping[str, object]) -> dict[str, tuple[
     """The bounds read back from the aggregate row (keys the batch has no value for left out)."""
     out = {}
     for k in ranged_keys(table):
-        low, high = row.get("_cdc_lo_" + k), row.get("_cdc_hi_" + k)
+        low, high = row.get(key_low(k)), row.get(key_high(k))
         if isinstance(low, int) and isinstance(high, int):
             out[k] = (low, high)
     return out

@@ -12,6 +12,7 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
+from cdcmirror.cdc_columns import placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
@@ -58,7 +59,7 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
             f", max_by(named_struct({fields}, 'p', _cdc_position), "
             f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) OVER {per_key} AS _cdc_kc"
         )
-    used = [*table.names, *(f"_cdc_t_{c}" for c in toast), *old, *_DEDUPED_CDC]
+    used = [*table.names, *(placeholder_flag(c) for c in toast), *old, *_DEDUPED_CDC]
     newest = f"row_number() OVER ({partition} ORDER BY _cdc_position DESC) AS _cdc_rn"
     numbered = f"SELECT {', '.join(q(c) for c in used)}, {newest}{fills} FROM {events}"
     cols = []

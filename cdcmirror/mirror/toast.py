@@ -23,6 +23,7 @@ import hashlib
 import uuid
 
 from cdcmirror import dialects
+from cdcmirror.cdc_columns import fill, placeholder_flag
 from cdcmirror.mirror.carriers import Carrier, parse_carrier
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.sql_text import q
@@ -97,7 +98,7 @@ def newest_value_sql(c: str, over: str) -> str:
     position (``_cdc_f_<c>``)."""
     return (
         f"max_by(named_struct('v', {q(c)}, 'p', _cdc_position), IF(_cdc_op = 'd' OR "
-        f"{q('_cdc_t_' + c)}, NULL, _cdc_position)) OVER {over} AS {q('_cdc_f_' + c)}"
+        f"{q(placeholder_flag(c))}, NULL, _cdc_position)) OVER {over} AS {q(fill(c))}"
     )
 
 
@@ -106,7 +107,7 @@ def filled_sql(c: str, key_changes: bool) -> list[str]:
     ``n`` carries the placeholder, and ``_cdc_t_<c>`` still true when nothing in the batch
     fills it. ``key_changes``: a key-change create after that value (``_cdc_kc``) wins, its old
     key's row has the value (``toast_chain.py``)."""
-    t, f = q("_cdc_t_" + c), q("_cdc_f_" + c)
+    t, f = q(placeholder_flag(c)), q(fill(c))
     usable = f"{f} IS NOT NULL"
     if key_changes:
         usable += f" AND (_cdc_kc IS NULL OR {f}.p >= _cdc_kc.p)"
@@ -119,17 +120,17 @@ def filled_sql(c: str, key_changes: bool) -> list[str]:
 def placeholder_sql(table: MirrorTable) -> str:
     """Over decoded changes: the change carries an unchanged-TOAST placeholder in some column
     (a batch without one is MERGEd without reading the stored values, ``kept_sql``)."""
-    flags = [q("_cdc_t_" + c) for c in toastable(table)]
+    flags = [q(placeholder_flag(c)) for c in toastable(table)]
     return f"({' OR '.join(flags)})" if flags else "false"
 
 
 def kept_sql(c: str) -> str:
     """The MERGE's ``UPDATE SET`` of ``c``: the stored value when the change carries the
     placeholder."""
-    return f"{q(c)} = IF(s.{q('_cdc_t_' + c)}, t.{q(c)}, s.{q(c)})"
+    return f"{q(c)} = IF(s.{q(placeholder_flag(c))}, t.{q(c)}, s.{q(c)})"
 
 
 def inserted_sql(c: str) -> str:
     """The MERGE's ``INSERT`` value of ``c``: NULL rather than the placeholder (only an
     event whose value is known nowhere gets here, and it is dead-lettered first)."""
-    return f"IF(s.{q('_cdc_t_' + c)}, NULL, s.{q(c)})"
+    return f"IF(s.{q(placeholder_flag(c))}, NULL, s.{q(c)})"

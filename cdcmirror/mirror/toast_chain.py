@@ -27,6 +27,7 @@ them instead of writing NULL; ``reconcile --deep`` lists the key and ``repair`` 
 
 from __future__ import annotations
 
+from cdcmirror.cdc_columns import before_fill, placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length
@@ -46,7 +47,7 @@ def key_change_with_placeholders(table: MirrorTable) -> str:
 
 
 def _any_flag(table: MirrorTable, alias: str) -> str:
-    return " OR ".join(f"{alias}{q('_cdc_t_' + c)}" for c in toastable(table))
+    return " OR ".join(f"{alias}{q(placeholder_flag(c))}" for c in toastable(table))
 
 
 def pending_sql(table: MirrorTable) -> str:
@@ -94,7 +95,7 @@ def own_stored_fill_sql(
     cols = [f"u.{q(c)}" for c in _row_cols(table)]
     ok = f"(o._cdc_sp IS NOT NULL AND NOT {newer('u._cdc_okpos', 'o._cdc_sp', n)})"
     for c in toastable(table):
-        t = q("_cdc_t_" + c)
+        t = q(placeholder_flag(c))
         cols.append(f"IF(u.{t} AND {ok}, o.{q(c)}, u.{q(c)}) AS {q(c)}")
         cols.append(f"(u.{t} AND NOT {ok}) AS {t}")
     cols += [f"u.{q(k)}" for k in old_key_columns(table)]
@@ -134,7 +135,7 @@ def chain_step_sql(
     ]
     aggs += [
         f"max_by(named_struct('v', e.{q(c)}, 'p', e._cdc_position), IF(e._cdc_op = 'd' OR "
-        f"e.{q('_cdc_t_' + c)}, NULL, e._cdc_position)) AS {q('_cdc_bf_' + c)}"
+        f"e.{q(placeholder_flag(c))}, NULL, e._cdc_position)) AS {q(before_fill(c))}"
         for c in toast
     ]
     links = (
@@ -147,7 +148,7 @@ def chain_step_sql(
     stored_ok = f"(o._cdc_sp IS NOT NULL AND {since} AND {newer('u._cdc_okpos', 'o._cdc_sp', n)})"
     cols = [f"u.{q(c)}" for c in _row_cols(table)]
     for c in toast:
-        t, bf = q("_cdc_t_" + c), q("_cdc_bf_" + c)
+        t, bf = q(placeholder_flag(c)), q(before_fill(c))
         in_batch = f"(a.{bf} IS NOT NULL AND (a._cdc_prev IS NULL OR a.{bf}.p >= a._cdc_prev.p))"
         batch_wins = f"({in_batch} AND NOT ({stored_ok} AND {newer('o._cdc_sp', f'a.{bf}.p', n)}))"
         value = f"IF({batch_wins}, a.{bf}.v, IF({stored_ok}, o.{q(c)}, u.{q(c)}))"
@@ -185,7 +186,7 @@ def unknown_columns_sql(table: MirrorTable) -> str:
     toast = toastable(table)
     if not toast:
         return "''"
-    names = ", ".join(f"IF({q('_cdc_t_' + c)}, {sql_string(c)}, NULL)" for c in toast)
+    names = ", ".join(f"IF({q(placeholder_flag(c))}, {sql_string(c)}, NULL)" for c in toast)
     return f"concat_ws(', ', {names})"
 
 
@@ -193,5 +194,5 @@ def chain_columns(table: MirrorTable) -> list[str]:
     """The column order of a deduplicated row (pending and resolved frames are unioned)."""
     cols = _row_cols(table)
     for c in toastable(table):
-        cols += [c, "_cdc_t_" + c]
+        cols += [c, placeholder_flag(c)]
     return [*cols, *old_key_columns(table), "_cdc_okpos"]
