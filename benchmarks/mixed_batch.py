@@ -18,7 +18,11 @@ it deleted) is written again to the copies, in the same Spark session:
 - ``plain MERGE``: ``MERGE … WHEN MATCHED AND deleted THEN DELETE WHEN MATCHED THEN UPDATE
   WHEN NOT MATCHED THEN INSERT``, R times on fresh copies, the median;
 - ``plain append``: ``writeTo().append()`` of the rows (the bound of an insert batch);
-- ``pyiceberg``: ``Table.upsert`` of the rows and ``Table.delete`` of the keys (pure Python).
+- ``pyiceberg``: ``Table.upsert`` of the rows and ``Table.delete`` of the keys (pure Python);
+- ``read + parse``: plain Spark reading the round's Kafka records (its offset range, split
+  as the mirror's reads are) and parsing them with one ``from_json`` of the envelope, the
+  columns written to Spark's ``noop`` sink, twice, the faster: what reading the events
+  costs before anything is written (the appends and MERGEs above start from rows in memory).
 
 The rounds' runs share one checkpoint, which keeps the row schemas the job applied
 (``checkpoint_store.remembered_schemas``): the updates and mixed batches are read from
@@ -100,7 +104,7 @@ def main(n: int, runs: int) -> None:
         config = load_config(environ=env, cwd=Path(work.name))
         bootstrap(config)
         wait_for_events(topic, n)
-        expected = n
+        expected, start = n, 0
         for label in ("inserts", "updates", "mixed", "warm inserts"):
             if label == "updates":
                 with services.pg_connect() as conn:
@@ -115,7 +119,12 @@ def main(n: int, runs: int) -> None:
                 with services.pg_connect() as conn:
                     expected += conn.execute(f"INSERT INTO {schema}.items {fill}").rowcount
             wait_for_events(topic, expected)
-            results.append(round_of(label, config, schema, handler, runs))
+            result = round_of(label, config, schema, handler, runs)
+            end = end_offset(topic)
+            result["read_parse"] = read_and_parse(config, topic, start, end)
+            start = end
+            print(json.dumps(result), flush=True)
+            results.append(result)
     finally:
         log.removeHandler(handler)
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
@@ -170,8 +179,47 @@ def round_of(
     result["pyiceberg"] = pyiceberg_upsert(config, f"{target}_py", rows, deleted)
     for copy in copies:
         spark.sql(f"DROP TABLE IF EXISTS {copy}")
-    print(json.dumps(result), flush=True)
     return result
+
+
+def end_offset(topic: str) -> int:
+    """The end offset of ``topic``'s partition 0 (the benchmark's topics have one)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": services.KAFKA, "group.id": services.unique("b")})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def read_and_parse(config: Config, topic: str, start: int, end: int) -> float:
+    """Seconds of plain Spark reading ``topic``'s records ``start``..``end`` and parsing
+    them with one ``from_json`` of the envelope (the faster of two runs)."""
+    from pyspark.sql import functions as F
+
+    from cdcmirror.commands.job_tables import load_tables
+    from cdcmirror.kafka_security import spark_kafka_options
+    from cdcmirror.mirror.envelope import envelope_ddl
+    from cdcmirror.spark.range_read import read_ranges
+
+    spark: Any = build_spark_session(config)
+    table = load_tables(config, load_catalog(config))[0]
+    seconds = []
+    for _ in range(2):
+        records = read_ranges(
+            spark,
+            spark_kafka_options(config.kafka),
+            {topic: {0: (start, end)}},
+            config.mirror.events_per_task,
+        )
+        parsed = records.select(
+            F.from_json(F.expr("CAST(value AS STRING)"), envelope_ddl(table, True)).alias("e")
+        ).select("e.payload.after.*", "e.payload.op", "e.payload.source.*")
+        started = time.monotonic()
+        parsed.write.format("noop").mode("overwrite").save()
+        seconds.append(time.monotonic() - started)
+    return min(seconds)
 
 
 def batch_figures(lines: list[str]) -> dict[str, Any]:
@@ -291,7 +339,8 @@ def report(results: list[dict[str, Any]]) -> None:
     head = (
         "round", "events", "rows changed", "batch s", "events/s", "Spark jobs",
         "of them the table's", "peak heap MiB", "plain MERGE s", "plain append s",
-        "pyiceberg s", "MERGE / batch", "append / batch", "batch speed / pyiceberg",
+        "pyiceberg s", "read + parse s", "MERGE / batch", "append / batch",
+        "read + parse / batch", "batch speed / pyiceberg",
     )  # fmt: skip
     print("\n| " + " | ".join(head) + " |\n" + "| --- " * len(head) + "|")
     for r in results:
@@ -300,9 +349,9 @@ def report(results: list[dict[str, Any]]) -> None:
             r["round"], f"{r['events']:,}", f"{r['changed']:,}", f"{batch:.2f}",
             f"{r['events'] / batch:,.0f}",
             r["jobs"], r["table_jobs"], f"{r['peak_heap_mib']:,.0f}", f"{r['plain_merge']:.2f}",
-            f"{r['plain_append']:.2f}", f"{r['pyiceberg']:.2f}",
+            f"{r['plain_append']:.2f}", f"{r['pyiceberg']:.2f}", f"{r['read_parse']:.2f}",
             f"{r['plain_merge'] / batch:.2f}x", f"{r['plain_append'] / batch:.2f}x",
-            f"{r['pyiceberg'] / batch:.1f}x",
+            f"{r['read_parse'] / batch:.2f}x", f"{r['pyiceberg'] / batch:.1f}x",
         )  # fmt: skip
         print("| " + " | ".join(str(c) for c in cells) + " |")
     for r in results:

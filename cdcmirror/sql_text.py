@@ -33,3 +33,18 @@ def as_of(name: str, snapshot: int | None) -> str:
     ('`ns`.`t` VERSION AS OF 42', '`ns`.`t`')
     """
     return name if snapshot is None else f"{name} VERSION AS OF {int(snapshot)}"
+
+
+MEDIAN_ACCURACY = 100
+"""The sketch of a batch's median commit or Kafka time (a lag figure, never a value that is
+written): 1 % of rank. Spark's default (10,000) cost 0.27 s per 100k events on two cores
+against 0.10 s at 100 (an aggregate of the kept decode)."""
+
+
+def median_sql(expr: str) -> str:
+    """The approximate median of ``expr`` over a batch (``MEDIAN_ACCURACY``).
+
+    >>> median_sql("ts")
+    'percentile_approx(ts, 0.5, 100)'
+    """
+    return f"percentile_approx({expr}, 0.5, {MEDIAN_ACCURACY})"

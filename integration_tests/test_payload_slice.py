@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.mirror.evolution import PAYLOAD_MARK, distinct_schemas_sql, payload_text_sql
+from cdcmirror.mirror.envelope import UTF8
+from cdcmirror.mirror.evolution import (
+    PAYLOAD_MARK,
+    distinct_schemas_sql,
+    payload_text_sql,
+    utf8_sql,
+)
 from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_events import FIXTURES, kafka_records, mirror_table
@@ -87,3 +93,46 @@ def test_broken_values_decode_the_same_from_their_payload(
     assert cut == whole
     errors = sum("'_cdc_error': None" not in r for r in cut)
     assert errors >= 4 * len(values), errors  # the broken ones are refused, both ways
+
+
+@pytest.mark.parametrize("path", JSON_FIXTURES, ids=lambda p: p.stem)
+def test_values_checked_for_utf8_after_their_schema_part(
+    spark_world: SparkWorld, path: Path
+) -> None:
+    """``evolution.utf8_sql``: a value that starts with a schema part of its batch is checked
+    for UTF-8 after that part; bytes that are not UTF-8 put in the part, the payload mark,
+    right after it, inside the payload and at its end get the verdicts of checking the
+    whole value, and the decode with either check gives the same rows and errors."""
+    spark = spark_world.spark
+    register_functions(spark)
+    data = json.loads(path.read_text())
+    table = mirror_table(data["table"])
+    records: list[dict[str, Any]] = []
+    for r in data["records"]:
+        if r["value"] is None:
+            records.append({**r, "offset": len(records)})
+            continue
+        raw = base64.b64decode(r["value"])
+        head = raw.index(PAYLOAD_MARK.encode()) + len(PAYLOAD_MARK)
+        for bad in (b"", b"\xff", b"\xc3", b"\xed\xa0\x80"):
+            for at in (1, head - 3, head, head + 5, len(raw) - 1):
+                value = base64.b64encode(raw[:at] + bad + raw[at:]).decode("ascii")
+                records.append({**r, "value": value, "offset": len(records)})
+    events = kafka_records(spark, records)
+    found = with_utf8_check(events).selectExpr(f"explode({distinct_schemas_sql('json')})")
+    parts = sorted(str(r[0]) for r in found.collect())
+    assert parts
+
+    def checked(cut: list[str] | None) -> tuple[list[Any], list[str]]:
+        frame = with_utf8_check(events, cut)
+        verdicts = [tuple(r) for r in frame.orderBy("offset").select("offset", UTF8).collect()]
+        out = decode_events(frame, table, True, False, parts=parts).orderBy("_cdc_offset")
+        return verdicts, [repr(r.asDict(recursive=True)) for r in out.collect()]
+
+    whole, cut = checked(None), checked(parts)
+    assert " THEN is_valid_utf8(CAST(substring(value, " in utf8_sql(parts)
+    assert cut == whole
+    refused = sum(1 for _, ok in whole[0] if not ok)
+    values = sum(1 for r in data["records"] if r["value"] is not None)
+    assert refused == 3 * 5 * values, refused  # every value with a bad byte, wherever it is
+    assert sum("not UTF-8" in r for r in cut[1]) == refused

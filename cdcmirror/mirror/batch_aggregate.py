@@ -18,6 +18,7 @@ from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.positions import behind_truncate_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders
+from cdcmirror.sql_text import median_sql
 
 _TS = "IF(_cdc_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
 _TRUNCATE = "_cdc_error IS NULL AND _cdc_op = 't'"
@@ -32,7 +33,7 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"count_if(_cdc_error = '{NEW_SCHEMA}') AS new_schemas",
         "count_if(_cdc_error IS NOT NULL) AS bad",
         f"max({_TS}) AS newest_us",
-        f"percentile_approx({_TS}, 0.5) AS median_us",
+        f"{median_sql(_TS)} AS median_us",
         f"min({_TS}) AS oldest_us",
         f"to_json(max(IF({_TRUNCATE}, _cdc_position, NULL))) AS truncated_at",
         f"max_by(IF({_TRUNCATE}, unix_micros(_cdc_source_ts), NULL), "

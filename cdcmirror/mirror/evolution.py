@@ -20,7 +20,7 @@ from typing import Any
 from cdcmirror.cdc_columns import name_problem
 from cdcmirror.iceberg_types import is_widening
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
-from cdcmirror.mirror.envelope import UTF8
+from cdcmirror.mirror.envelope import UTF8, UTF8_SQL
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.sql_text import sql_string
 
@@ -186,6 +186,30 @@ def payload_text_sql(parts: list[str]) -> str:
         if _schema_only(part)
     ]
     return f"CASE {' '.join(cases)} ELSE {value} END" if cases else value
+
+
+def utf8_sql(parts: list[str]) -> str:
+    """Per JSON Kafka row: the value is NULL or UTF-8 text (``envelope.UTF8_SQL``). A value
+    that starts with one of the schema ``parts`` and the payload mark (compared byte by
+    byte with their UTF-8, which ends at a character) is UTF-8 when the rest is: only the
+    rest, a few hundred bytes, is checked, not the kilobytes of schema before it.
+
+    >>> print(utf8_sql(['{"schema":{}']))  # doctest: +NORMALIZE_WHITESPACE
+    CASE WHEN value IS NULL THEN true WHEN startswith(CAST(value AS STRING),
+    '{"schema":{},"payload":') THEN is_valid_utf8(CAST(substring(value, 24) AS STRING))
+    ELSE is_valid_utf8(CAST(value AS STRING)) END
+    >>> utf8_sql([]) == UTF8_SQL
+    True
+    """
+    cases = [
+        f"WHEN {_starts_with_sql(part)} THEN is_valid_utf8(CAST(substring(value, "
+        f"{len((part + PAYLOAD_MARK).encode('utf-8')) + 1}) AS STRING))"
+        for part in sorted(set(parts))
+    ]
+    if not cases:
+        return UTF8_SQL
+    whole = "is_valid_utf8(CAST(value AS STRING))"
+    return f"CASE WHEN value IS NULL THEN true {' '.join(cases)} ELSE {whole} END"
 
 
 def _schema_only(part: str) -> bool:

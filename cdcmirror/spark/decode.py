@@ -11,7 +11,6 @@ from cdcmirror.mirror.envelope import (
     JSON_OPTIONS,
     NOT_UTF8_SQL,
     UTF8,
-    UTF8_SQL,
     checked_exprs,
     decoded_exprs,
     envelope_ddl,
@@ -23,6 +22,7 @@ from cdcmirror.mirror.evolution import (
     known_ids_sql,
     known_schema_sql,
     payload_text_sql,
+    utf8_sql,
 )
 from cdcmirror.mirror.spec import MirrorTable
 
@@ -32,12 +32,13 @@ def register_functions(spark: Any) -> None:
     spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
 
 
-def with_utf8_check(records: Any) -> Any:
+def with_utf8_check(records: Any, parts: list[str] | None = None) -> Any:
     """JSON records: the column that says whether each value is UTF-8 (checked once per
-    batch, for the summary and every table's decode)."""
+    batch, for the summary and every table's decode); ``parts``: the schema parts the values
+    are expected to start with, checked after them (``evolution.utf8_sql``)."""
     from pyspark.sql import functions as F
 
-    return records.withColumn(UTF8, F.expr(UTF8_SQL))
+    return records.withColumn(UTF8, F.expr(utf8_sql(parts or [])))
 
 
 def decode_events(

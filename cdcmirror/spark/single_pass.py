@@ -95,7 +95,7 @@ def once_records(
     id is not: ``decode.decode_events`` marks it new; ``registry`` None: JSON). None: a known
     schema is no id (as a job that read JSON kept them), so the batch takes the first look."""
     if registry is None:
-        return with_utf8_check(df)
+        return with_utf8_check(df, sorted(schemas))
     if not all(s.isdigit() for s in schemas):
         return None
     return frames.decode(frames.with_ids(df), registry.schemas(sorted(int(s) for s in schemas)))

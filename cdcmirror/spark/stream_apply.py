@@ -20,7 +20,7 @@ from cdcmirror.spark import commits
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import joined_dead
-from cdcmirror.sql_text import spark_name, sql_string
+from cdcmirror.sql_text import median_sql, spark_name, sql_string
 from cdcmirror.streams.avro_direct import added_columns
 from cdcmirror.streams.schema import infer_columns
 from cdcmirror.streams.spec import StreamSpec
@@ -47,8 +47,7 @@ _COUNTS = (
     "count_if(_cdc_error IS NOT NULL) AS bad",
     "count_if(_cdc_error IS NULL AND NOT _cdc_new) AS held",
     f"max(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS newest",
-    # a coarse sketch (1 % of rank): a batch's median Kafka time, at a fraction of the cost
-    f"percentile_approx(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL), 0.5, 100) AS median",
+    f"{median_sql(f'IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)')} AS median",
     f"min(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS oldest",
 )
 
