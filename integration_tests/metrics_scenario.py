@@ -54,10 +54,13 @@ def wait_for(
     raise AssertionError(f"metrics never showed {what}: {sorted(last.items())[:40]}")
 
 
-def metrics_count_what_was_applied(m: Mirrored) -> None:
+def metrics_count_what_was_applied(
+    m: Mirrored, while_running: Callable[[MirrorJob], None] | None = None
+) -> MirrorJob:
     """Inserts, then updates, then deletes, each waited for on the endpoint; the counters are
     exactly those changes, the job's batches all succeeded, the lag and the last commit are
-    those of this run, and the table equals the source."""
+    those of this run, and once SIGTERM stopped the job the table equals the source.
+    ``while_running`` checks more on the same job before it is stopped; the job returned."""
     settle(m)
     m.mirror()  # what earlier tests left: the job below starts with nothing behind
     table, w = m.source.table, m.workload
@@ -83,6 +86,8 @@ def metrics_count_what_was_applied(m: Mirrored) -> None:
         with services.pg_connect() as conn:
             conn.execute(f"DELETE FROM {table} WHERE id IN (%s, %s)", (new + 3, new + 4))
         got = wait_for(job, port, "2 deletes", lambda s: rows(s, "deleted") >= 2)
+        if while_running is not None:
+            while_running(job)
     w.ids += [new, new + 1, new + 2]
     w.next_id = new + 5
     one = (("table", m.identifier),)
@@ -102,3 +107,4 @@ def metrics_count_what_was_applied(m: Mirrored) -> None:
     assert got[("cdcmirror_table_stopped", one)] == 0
     assert 0 < got[("cdcmirror_table_batch_seconds", one)] < 600
     m.assert_same()
+    return job

@@ -17,7 +17,12 @@ import pytest
 from confluent_kafka import Producer
 
 from integration_tests import services
-from integration_tests.mirror_env import continuous_mirror, mirror_rows, run_mirror_process
+from integration_tests.mirror_env import (
+    MirrorJob,
+    continuous_mirror,
+    mirror_rows,
+    run_mirror_process,
+)
 from integration_tests.mirror_fixture import Mirrored
 
 CONNECTOR_SETTLE = 8.0  # seconds for Debezium to publish what the source just committed
@@ -202,32 +207,23 @@ def malformed_events_never_wedge_or_guess(m: Mirrored) -> None:
     m.assert_same()
 
 
-def second_job_is_refused(m: Mirrored) -> None:
-    """A second `cdcmirror mirror` on tables a running job mirrors is refused (exit 2, the
-    holder named), writes nothing; once the first job stopped, it runs."""
+def lease_held(m: Mirrored) -> bool:
+    """Whether a running job holds the table's lease (its table property)."""
     from cdcmirror.catalog import load_catalog
     from cdcmirror.table_properties import LEASE_PROPERTY
 
-    def held() -> bool:
-        return LEASE_PROPERTY in load_catalog(m.config).load_table(m.identifier).properties
+    return LEASE_PROPERTY in load_catalog(m.config).load_table(m.identifier).properties
 
-    before = len(m.snapshot_ids())
-    with continuous_mirror(m.config_path) as job:
-        m.workload.run(30)
-        deadline = time.monotonic() + 180
-        while len(m.snapshot_ids()) == before and time.monotonic() < deadline:
-            job.assert_alive()  # until the job applied a batch: it runs, not only starts
-            time.sleep(2)
-            m.spark.sql(f"REFRESH TABLE {m.identifier}")
-        assert held(), "the running job holds no lease"
-        second = run_mirror_process(m.config_path)
-        assert second.returncode == 2, second.stderr[-3000:]
-        assert "is being mirrored by another cdcmirror job" in second.stderr
-        assert f"pid {job.proc.pid}" in second.stderr, second.stderr[-2000:]
-    assert not held(), "a stopped job leaves no lease"
-    settle(m)
-    m.mirror()
-    m.assert_same()
+
+def second_job_is_refused_while(m: Mirrored, job: MirrorJob) -> None:
+    """While ``job`` runs and has applied a batch: it holds the lease, and a second
+    `cdcmirror mirror` on its tables is refused (exit 2, the holder named)."""
+    assert lease_held(m), "the running job holds no lease"
+    second = run_mirror_process(m.config_path)
+    assert second.returncode == 2, second.stderr[-3000:]
+    assert "is being mirrored by another cdcmirror job" in second.stderr
+    assert f"pid {job.proc.pid}" in second.stderr, second.stderr[-2000:]
+    job.assert_alive()
 
 
 def newest_value(topic: str) -> bytes:
@@ -298,21 +294,6 @@ def dead_letter_fail_stops_naming_the_offset(m: Mirrored) -> None:
         ).collect()
     }
     assert poison in values
-    m.assert_same()
-
-
-def sigterm_finishes_and_stops(m: Mirrored, operations: int) -> None:
-    """The continuous job, stopped by SIGTERM once it has applied a batch: exit 0, in sync."""
-    m.workload.run(operations)
-    settle(m)
-    before = len(m.snapshot_ids())
-    with continuous_mirror(m.config_path) as job:
-        deadline = time.monotonic() + 240
-        while len(m.snapshot_ids()) == before:
-            job.assert_alive()
-            assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
-            time.sleep(2)
-    assert "stopping after the current batch" in job.output
     m.assert_same()
 
 

@@ -180,8 +180,15 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     pg.assert_same()
 
 
-def test_metrics_endpoint_counts_what_the_job_applied(pg: Mirrored) -> None:
-    metrics_count_what_was_applied(pg)
+def test_a_running_job_counts_what_it_applied_refuses_a_second_and_stops_on_sigterm(
+    pg: Mirrored,
+) -> None:
+    """One continuous job (starting one is most of such a test's time): its metrics are what
+    it applied; meanwhile a second job on its tables is refused; SIGTERM ends it after the
+    running batch, exit 0, the table equal to the source and the lease released."""
+    job = metrics_count_what_was_applied(pg, lambda job: sc.second_job_is_refused_while(pg, job))
+    assert "stopping after the current batch" in job.output
+    assert not sc.lease_held(pg), "a stopped job leaves no lease"
 
 
 def test_mirror_as_a_spark_submit_application(pg: Mirrored) -> None:
@@ -567,16 +574,8 @@ def test_crash_mid_merge(pg: Mirrored) -> None:
     sc.crash_mid_merge_then_restart(pg, 2000)
 
 
-def test_sigterm_finishes_the_batch_and_stops(pg: Mirrored) -> None:
-    sc.sigterm_finishes_and_stops(pg, 300)
-
-
 def test_sigterm_stops_a_job_that_is_behind(pg: Mirrored) -> None:
     sc.sigterm_while_behind_stops_between_batches(pg, 1500)
-
-
-def test_a_second_mirror_job_on_the_same_tables_is_refused(pg: Mirrored) -> None:
-    sc.second_job_is_refused(pg)
 
 
 def test_connector_replay_changes_nothing(pg: Mirrored) -> None:

@@ -180,8 +180,7 @@ def payload_text_sql(parts: list[str]) -> str:
     """
     value = "CAST(value AS STRING)"
     cases = [
-        f"WHEN {_starts_with_sql(part)} "
-        f"THEN concat('{{', CAST(substring(value, {len(part.encode('utf-8')) + 2}) AS STRING))"
+        f"WHEN {_starts_with_sql(part)} THEN concat('{{', {_rest_sql(part + ',')})"
         for part in sorted(set(parts))
         if _schema_only(part)
     ]
@@ -195,21 +194,23 @@ def utf8_sql(parts: list[str]) -> str:
     rest, a few hundred bytes, is checked, not the kilobytes of schema before it.
 
     >>> print(utf8_sql(['{"schema":{}']))  # doctest: +NORMALIZE_WHITESPACE
-    CASE WHEN value IS NULL THEN true WHEN startswith(CAST(value AS STRING),
-    '{"schema":{},"payload":') THEN is_valid_utf8(CAST(substring(value, 24) AS STRING))
-    ELSE is_valid_utf8(CAST(value AS STRING)) END
+    CASE WHEN startswith(CAST(value AS STRING), '{"schema":{},"payload":')
+    THEN is_valid_utf8(CAST(substring(value, 24) AS STRING))
+    ELSE value IS NULL OR is_valid_utf8(CAST(value AS STRING)) END
     >>> utf8_sql([]) == UTF8_SQL
     True
     """
     cases = [
-        f"WHEN {_starts_with_sql(part)} THEN is_valid_utf8(CAST(substring(value, "
-        f"{len((part + PAYLOAD_MARK).encode('utf-8')) + 1}) AS STRING))"
+        f"WHEN {_starts_with_sql(part)} THEN is_valid_utf8({_rest_sql(part + PAYLOAD_MARK)})"
         for part in sorted(set(parts))
     ]
-    if not cases:
-        return UTF8_SQL
-    whole = "is_valid_utf8(CAST(value AS STRING))"
-    return f"CASE WHEN value IS NULL THEN true {' '.join(cases)} ELSE {whole} END"
+    return f"CASE {' '.join(cases)} ELSE {UTF8_SQL} END" if cases else UTF8_SQL
+
+
+def _rest_sql(head: str) -> str:
+    """Per JSON Kafka row that starts with ``head``: the rest of its value, as text. The cut is
+    at the byte after ``head``'s UTF-8, which ends at a character."""
+    return f"CAST(substring(value, {len(head.encode('utf-8')) + 1}) AS STRING)"
 
 
 def _schema_only(part: str) -> bool:

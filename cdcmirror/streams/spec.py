@@ -77,7 +77,7 @@ class StreamSpec:
         return self.table if "." in self.table else f"{namespace}.{self.table}"
 
     def matches(self, topic: str) -> bool:
-        """Whether ``topic`` is one of this stream's (a pattern matches whole names).
+        r"""Whether ``topic`` is one of this stream's (a pattern matches whole names).
 
         >>> StreamSpec(0, "t", "json", "infer", topic_pattern="clicks\\..*").matches("clicks.eu")
         True
