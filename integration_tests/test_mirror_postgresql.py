@@ -180,6 +180,49 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     pg.assert_same()
 
 
+def test_a_batch_newer_than_the_table_goes_without_a_classification(
+    pg: Mirrored, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Inserts and updates newer than every stored position: MERGEd straight (``direct``),
+    counted from the commit. The same events again (checkpoint lost: the run resumes at the
+    batch the table's snapshots record) are older than the table's high-water mark, so they
+    are classified, all stale, and nothing is committed."""
+    sc.settle(pg)
+    pg.mirror()
+    table, w = pg.source.table, pg.workload
+    new, stored = w.next_id, w.ids[:2]
+    with services.pg_connect() as conn:
+        for i in range(3):
+            conn.execute(f"INSERT INTO {table} (id, qty) VALUES (%s, 1)", (new + i,))
+        for qty in (2, 3):
+            conn.execute(f"UPDATE {table} SET qty = %s WHERE id = ANY(%s)", (qty, stored))
+        conn.execute(f"UPDATE {table} SET qty = 4 WHERE id = %s", (new,))
+    w.ids += [new, new + 1, new + 2]
+    w.next_id = new + 3
+    sc.settle(pg)
+    with caplog.at_level("INFO", logger="cdcmirror.mirror"):
+        pg.mirror()
+    mine = sc.batch_lines(caplog, pg.identifier)
+    assert len(mine) == 1 and mine[0]["direct"], mine
+    counts = {k: mine[0][k] for k in ("inserts", "updates", "deletes", "duplicates", "stale")}
+    # 8 change events on 5 keys: 3 inserted, 2 updated, 3 superseded in the batch
+    newest = pg.spark.sql(f"SELECT summary FROM {pg.identifier}.snapshots ORDER BY committed_at")
+    expected = {"inserts": 3, "updates": 2, "deletes": 0, "duplicates": 3, "stale": 0}
+    assert counts == expected, newest.collect()[-1]
+    assert set(mine[0]["phase_seconds"]) == {"decode", "dedupe_classify", "merge"}, mine[0]
+    pg.assert_same()
+    snapshots = pg.snapshot_ids()
+    shutil.rmtree(pg.config.path("mirror", "checkpoint_location"))
+    caplog.clear()
+    with caplog.at_level("INFO", logger="cdcmirror.mirror"):
+        pg.mirror()
+    again = sc.batch_lines(caplog, pg.identifier)
+    assert again and not any(x["direct"] for x in again), again
+    assert sum(x["stale"] for x in again) == 5 and not any(x["inserts"] for x in again), again
+    assert pg.snapshot_ids() == snapshots
+    pg.assert_same()
+
+
 def test_a_running_job_counts_what_it_applied_refuses_a_second_and_stops_on_sigterm(
     pg: Mirrored,
 ) -> None:

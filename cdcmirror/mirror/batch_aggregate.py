@@ -12,16 +12,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdcmirror.mirror.evolution import NEW_SCHEMA
-from cdcmirror.mirror.key_change import applied_count_sql
+from cdcmirror.mirror.key_change import applied_count_sql, applied_deletes_sql
 from cdcmirror.mirror.key_range import bounds_exprs
 from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.positions import behind_truncate_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.toast import placeholder_sql
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders
 from cdcmirror.sql_text import median_sql
 
 _TS = "IF(_cdc_error IS NULL, unix_micros(_cdc_source_ts), NULL)"
 _TRUNCATE = "_cdc_error IS NULL AND _cdc_op = 't'"
+_CHANGE = "_cdc_error IS NULL AND _cdc_op IN ('c', 'u', 'd', 'r')"
+_POSITIONS = ("oldest_position", "newest_position", "truncated_at")  # JSON text in the row
 
 
 def aggregate_exprs(table: MirrorTable) -> list[str]:
@@ -43,18 +46,28 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"{applied_count_sql(table)} AS applied",
         f"count_if(_cdc_error IS NULL AND {key_change_with_placeholders(table)}) "
         "AS key_change_fills",
+        f"{applied_deletes_sql(table)} AS deletes",
+        f"count_if({_CHANGE} AND {placeholder_sql(table)}) AS placeholders",
+        f"to_json(min(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS oldest_position",
+        f"to_json(max(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS newest_position",
         *bounds_exprs(table),
         f"count_if(_cdc_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
     ]
 
 
 def read_aggregate(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The aggregate's values as the applier reads them: the TRUNCATE's position a list.
+    """The aggregate's values as the applier reads them: the TRUNCATE's position and the
+    source parts of the oldest and newest change lists.
 
     >>> read_aggregate({"events": 3, "truncated_at": "[1,2,30,0]"})["truncated_at"]
     [1, 2, 30, 0]
     >>> read_aggregate({"events": 3, "truncated_at": None})["truncated_at"] is None
     True
+    >>> read_aggregate({"oldest_position": "[1,5,6]"})["oldest_position"]
+    [1, 5, 6]
     """
-    mark = values.get("truncated_at")
-    return {**values, "truncated_at": None if mark is None else json.loads(mark)}
+    out = dict(values)
+    for name in _POSITIONS:
+        text = values.get(name)
+        out[name] = None if text is None else json.loads(text)
+    return out

@@ -96,3 +96,23 @@ def applied_count_sql(table: MirrorTable) -> str:
         f"count_if({good} AND _cdc_op IN ('c', 'u', 'd', 'r') AND NOT {delete_half_sql(table)})"
         f" + count_if({good} AND {create_half_sql(table)})"
     )
+
+
+def applied_deletes_sql(table: MirrorTable) -> str:
+    """Aggregate over decoded events: how many of the applier's change events are deletes
+    (the delete halves of key changes skipped, the old key's delete of each key-change
+    create counted).
+
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = MirrorTable("n.t", "s.p.t", "mysql", "p.t", ("id",), "upsert",
+    ...     (MirrorColumn("id", "long", "int64"),))
+    >>> for part in applied_deletes_sql(t).split(" + "):
+    ...     print(part)
+    count_if(_cdc_error IS NULL AND _cdc_op = 'd' AND NOT false)
+    count_if(_cdc_error IS NULL AND false)
+    """
+    good = "_cdc_error IS NULL"
+    return (
+        f"count_if({good} AND _cdc_op = 'd' AND NOT {delete_half_sql(table)})"
+        f" + count_if({good} AND {create_half_sql(table)})"
+    )

@@ -176,6 +176,7 @@ def merge_sql(
     placeholders: bool = True,
     guarded: bool = True,
     matched: bool = True,
+    classified: bool = True,
 ) -> str:
     """MERGE the classified changes (``insert``/``update``/``delete`` rows) into the table,
     guarded by position so a concurrent or repeated run cannot go backwards. Only a row
@@ -191,13 +192,15 @@ def merge_sql(
     ``matched`` False: every change is an ``insert`` (no MATCHED branch: Spark appends the
     rows its anti join with the table keeps, instead of an outer join that rewrites; a row
     another writer stored since the classification is left as it is, so after a foreign
-    commit the guarded MERGE runs too, ``spark/table_apply.py``)."""
+    commit the guarded MERGE runs too, ``spark/table_apply.py``). ``classified`` False: the
+    changes were not classified (``direct_merge_sql``): every change not stored but a delete
+    is inserted."""
     n = source_length(table.dialect)
     guard = newer("s._cdc_position", "t._cdc_position", n) if guarded else "true"
     toast = set(toastable(table)) if placeholders else set()
     sets = [kept_sql(c) if c in toast else f"{q(c)} = s.{q(c)}" for c in table.names]
     on_delete = f"UPDATE SET {_CDC_SET}, _cdc_deleted = true" if soft else "DELETE"
-    inserted = _not_matched_sql(table, soft, toast)
+    inserted = _not_matched_sql(table, soft, toast, classified)
     head = (
         f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
@@ -214,10 +217,12 @@ def merge_sql(
 _CDC_SET = "_cdc_op = s._cdc_op, _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts"
 
 
-def _not_matched_sql(table: MirrorTable, soft: bool, toast: set[str]) -> str:
+def _not_matched_sql(
+    table: MirrorTable, soft: bool, toast: set[str], classified: bool = True
+) -> str:
     """The MERGE's NOT MATCHED branches: a row classified ``insert`` (``toast``: its columns
-    that may hold an unchanged-TOAST placeholder), and with ``soft`` deletes the stub of a
-    deleted row that is not stored."""
+    that may hold an unchanged-TOAST placeholder; ``classified`` False: any change but a
+    delete), and with ``soft`` deletes the stub of a deleted row that is not stored."""
     columns = ", ".join(q(c) for c in _row_names(table))
     values = [inserted_sql(c) if c in toast else f"s.{q(c)}" for c in table.names]
     insert_values = ", ".join([*values, "s._cdc_op", "s._cdc_position", "s._cdc_source_ts"])
@@ -228,10 +233,20 @@ def _not_matched_sql(table: MirrorTable, soft: bool, toast: set[str]) -> str:
             + ["s._cdc_op", "s._cdc_position", "s._cdc_source_ts", "true"]
         )
         absent = f" WHEN NOT MATCHED AND s._cdc_op = 'd' THEN INSERT ({columns}) VALUES ({stub})"
+    inserts = "s._cdc_action = 'insert'" if classified else "s._cdc_op <> 'd'"
     return (
-        f" WHEN NOT MATCHED AND s._cdc_action = 'insert' THEN INSERT ({columns}) "
+        f" WHEN NOT MATCHED AND {inserts} THEN INSERT ({columns}) "
         f"VALUES ({insert_values}, false){absent}"
     )
+
+
+def direct_merge_sql(
+    table: MirrorTable, target: str, events: str, soft: bool, bounds: Bounds | None = None
+) -> str:
+    """MERGE a batch's newest change per key (``dedupe_sql``), not classified, with the
+    position guard: a batch newer than the table's high-water mark that deletes nothing and
+    carries no unchanged-TOAST placeholder (``mirror/direct_merge.py``)."""
+    return merge_sql(table, target, events, soft, bounds, placeholders=False, classified=False)
 
 
 def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> str:

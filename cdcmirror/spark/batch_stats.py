@@ -43,6 +43,7 @@ class TableStats:
     replayed: int = 0  # a stream's events of a batch it had committed before: not written
     keys_broadcast: bool = False  # stored rows cut to the batch's keys (merge_sql.broadcasts_keys)
     inserts_only: bool = False  # MERGEd without a MATCHED branch (merge_sql.merge_sql)
+    direct: bool = False  # MERGEd without a classification (mirror/direct_merge.py)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

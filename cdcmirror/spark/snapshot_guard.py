@@ -12,17 +12,21 @@ MERGE was committed on: commits after the MERGE's own scan are Iceberg's to refu
 between (the mirror's tables are cdcmirror's to write: a writer outside it, or a second job
 despite the lease) is found after the MERGE (:func:`foreign_parent`), and each row of the
 batch's keys that the MERGE's snapshot held at a newer position is put back
-(``merge_sql.restore_sql``), as the guard would have kept it."""
+(``merge_sql.restore_sql``), as the guard would have kept it.
+
+The table's high-water mark (``mirror/high_water.py``) is read from its snapshots too
+(:func:`recorded_mark`), and a direct MERGE's counts from its commit's summary
+(:func:`batch_commit_summary`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from cdcmirror.catalog_properties import CATALOG_NAME
+from cdcmirror.mirror.high_water import REWRITE, Mark, max_position_sql, recorded, scanned
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 
-REWRITE = "replace"  # the operation of a snapshot that rewrites files, rows unchanged
 MAX_WALK = 1000  # snapshots looked at, at most, between the classification and the MERGE
 
 
@@ -95,3 +99,43 @@ def foreign_parent(
         return None
     parent = ours.parentId()
     return None if parent is None else int(parent)
+
+
+def _history(table: Any) -> Iterator[tuple[str, Mapping[str, str]]]:
+    """``(operation, summary)`` of ``table``'s snapshots, newest first, ``MAX_WALK`` at most
+    (expired parents end it)."""
+    snapshot = table.currentSnapshot()
+    for _ in range(MAX_WALK):
+        if snapshot is None:
+            return
+        yield str(snapshot.operation()), snapshot.summary()
+        parent = snapshot.parentId()
+        snapshot = None if parent is None else table.snapshot(parent)
+
+
+def recorded_mark(spark: Any, target: str) -> Mark:
+    """The high-water mark ``target``'s snapshots record (``high_water.recorded``)."""
+    return recorded(_history(_table(spark, target)))
+
+
+def scanned_mark(spark: Any, stored: str, n: int) -> list[int]:
+    """The high-water mark of what ``stored`` (a table, or one ``AS OF`` a snapshot) holds,
+    read from its positions (``high_water.max_position_sql``)."""
+    return scanned(spark.sql(max_position_sql(stored, n)).head()[0])
+
+
+def batch_commit_summary(spark: Any, target: str, props: Mapping[str, str]) -> dict[str, str]:
+    """The summary of ``target``'s newest snapshot that the batch of ``props`` committed
+    (empty when none is found)."""
+    for _, summary in _history(_table(spark, target)):
+        if summary.get(QUERY_ID) == props.get(QUERY_ID) and summary.get(BATCH_ID) == props.get(
+            BATCH_ID
+        ):
+            return {str(k): str(v) for k, v in summary.items()}
+    return {}
+
+
+def merge_on_read(spark: Any, target: str) -> bool:
+    """Whether ``target``'s MERGEs write delete files (every table cdcmirror makes)."""
+    properties = _table(spark, target).properties()
+    return str(properties.get("write.merge.mode")) == "merge-on-read"

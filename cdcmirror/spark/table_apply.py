@@ -12,11 +12,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs, read_aggregate
+from cdcmirror.mirror.direct_merge import goes_direct
 from cdcmirror.mirror.envelope import spark_name
+from cdcmirror.mirror.high_water import HIGH_WATER, Mark, raised, summary
 from cdcmirror.mirror.key_change import (
     applies_at_create,
     key_changes_at_create_sql,
@@ -47,9 +50,16 @@ from cdcmirror.mirror.toast_chain import unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
+from cdcmirror.spark.direct_apply import apply_direct, batch_mark
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.kept import keep, let_go
-from cdcmirror.spark.snapshot_guard import Read, current_snapshot, foreign_parent, holds_rows
+from cdcmirror.spark.snapshot_guard import (
+    Read,
+    current_snapshot,
+    foreign_parent,
+    holds_rows,
+    merge_on_read,
+)
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import as_of
@@ -190,8 +200,11 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     unknown unchanged TOAST values."""
     spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
     tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
+    read, mark = _marked_read(tb, agg, tombstones)  # classified on it, MERGEd unguarded
+    if goes_direct(agg.asDict(), read.rows, mark) and merge_on_read(spark, target):
+        _apply_direct(tb, applied, agg, bounds)
+        return dead
     with stats.phase("dedupe_classify"):
-        read = current_snapshot(spark, target)  # classified on it, MERGEd unguarded
         # an empty tombstone table is not joined (only this job writes it): no key entombed
         entombing = tombstones if tombstones and holds_rows(spark, tombstones) else None
         changes, counted = _classified(tb, applied, agg, bounds, entombing, read)
@@ -226,6 +239,27 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     return dead
 
 
+def _marked_read(tb: TableBatch, agg: Any, tombstones: str | None) -> tuple[Read, Mark]:
+    """The table's current snapshot and its high-water mark with ``tombstones``'; every
+    commit of the batch from now on records the mark raised to the batch's newest change."""
+    with tb.stats.phase("dedupe_classify"):
+        read = current_snapshot(tb.spark, tb.target)
+        mark = batch_mark(tb.spark, tb.table, tb.target, tombstones, read, agg.asDict())
+        tb.props = {**tb.props, **summary(raised(mark, agg.newest_position))}
+    return read, mark
+
+
+def _apply_direct(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> None:
+    """MERGE a batch that needs no classification (``mirror/direct_merge.py``)."""
+    stats = tb.stats
+    with stats.phase("merge"):
+        commit = partial(tb.commit, data=True)
+        args = (tb.spark, tb.table, tb.target, tb.view, tb.soft, applied, bounds, commit)
+        counts = apply_direct(*args, tb.props, agg.applied)
+    stats.inserts, stats.updates, stats.duplicates = counts
+    stats.direct = True
+
+
 def _after_foreign(tb: TableBatch, read: int | None, sql: str) -> None:
     """After the unguarded MERGE, committed on a snapshot that a foreign commit made since
     the classification read snapshot ``read`` (``spark/snapshot_guard.py``): ``sql`` puts
@@ -238,7 +272,9 @@ def _after_foreign(tb: TableBatch, read: int | None, sql: str) -> None:
         tb.table.identifier,
         read,
     )
-    tb.commit(sql)
+    # put back rows of a foreign commit, whose positions no mark covers
+    unmarked = {k: v for k, v in tb.props.items() if k != HIGH_WATER}
+    replace(tb, props=unmarked).commit(sql)
 
 
 def _classified(

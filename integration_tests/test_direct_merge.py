@@ -1,0 +1,118 @@
+"""A batch MERGEd without a classification (``mirror/direct_merge.py``) on real Iceberg
+tables: the high-water mark as the snapshots record it (``mirror/high_water.py``,
+``spark/snapshot_guard.py``), and the direct MERGE's rows and counts against the
+classified MERGE's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.mirror.direct_merge import Counts, counted
+from cdcmirror.mirror.high_water import summary
+from cdcmirror.mirror.merge_sql import classify_sql, direct_merge_sql, merge_sql
+from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
+from cdcmirror.spark.commits import with_commit_props
+from cdcmirror.spark.snapshot_guard import (
+    batch_commit_summary,
+    merge_on_read,
+    recorded_mark,
+    scanned_mark,
+)
+from cdcmirror.table_properties import MERGE_ON_READ
+from integration_tests.conftest import SparkWorld
+from integration_tests.test_merge_sql_iceberg import TABLE
+
+N = 4  # MariaDB: phase, binlog file, position, row
+ROW = "(id BIGINT, name STRING, _cdc_op STRING, _cdc_position ARRAY<BIGINT>, "
+ROW += "_cdc_source_ts TIMESTAMP, _cdc_deleted BOOLEAN)"
+
+
+def _table(spark: Any, target: str) -> None:
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS direct_it")
+    spark.sql(f"DROP TABLE IF EXISTS {target}")
+    props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
+    spark.sql(f"CREATE TABLE {target} {ROW} USING iceberg TBLPROPERTIES ({props})")
+
+
+def _store(spark: Any, target: str, rows: str) -> None:
+    spark.sql(f"INSERT INTO {target} SELECT *, false FROM VALUES {rows}")
+
+
+def test_the_mark_is_read_past_file_rewrites_and_lost_to_other_commits(
+    spark_world: SparkWorld,
+) -> None:
+    spark = spark_world.spark
+    target = "direct_it.marks"
+    _table(spark, target)
+    assert recorded_mark(spark, target) == []  # no snapshot: nothing stored
+    assert merge_on_read(spark, target)
+    # a commit that records no mark (the initial load, a re-load, another writer)
+    _store(spark, target, "(1L, 'a', 'r', array(0L, 3L, 9L, 0L, -1L, -1L), current_timestamp())")
+    assert recorded_mark(spark, target) is None
+    _store(spark, target, "(2L, 'b', 'c', array(1L, 3L, 70L, 2L, 0L, 5L), current_timestamp())")
+    assert scanned_mark(spark, target, N) == [1, 3, 70, 2]
+    props = {QUERY_ID: "q", BATCH_ID: "7", **summary([1, 3, 80, 0])}
+    row = "(3L, 'c', 'c', array(1L, 3L, 80L, 0L, 0L, 6L), current_timestamp())"
+    with_commit_props(spark, props, lambda: _store(spark, target, row))
+    assert recorded_mark(spark, target) == [1, 3, 80, 0]
+    assert batch_commit_summary(spark, target, props)["added-records"] == "1"
+    spark.sql(
+        "CALL system.rewrite_data_files(table => 'direct_it.marks', "
+        "options => map('rewrite-all', 'true'))"
+    )
+    newest = spark.sql(f"SELECT operation FROM {target}.snapshots ORDER BY committed_at DESC")
+    assert newest.head()[0] == "replace"
+    assert recorded_mark(spark, target) == [1, 3, 80, 0]  # a rewrite moves no position
+    spark.sql(f"DELETE FROM {target} WHERE id = 1")  # not the mirror's: the mark is unknown
+    assert recorded_mark(spark, target) is None
+    assert batch_commit_summary(spark, target, {QUERY_ID: "q", BATCH_ID: "8"}) == {}
+
+
+STORED = (
+    "(1L, 'one', 'c', array(1L, 1L, 50L, 0L, 0L, 1L), current_timestamp()), "
+    "(2L, 'two', 'c', array(1L, 1L, 50L, 0L, 0L, 2L), current_timestamp()), "
+    "(3L, 'three', 'u', array(1L, 1L, 90L, 0L, 0L, 3L), current_timestamp())"
+)
+# deduplicated: 1 updated; 3 older than what another writer stored since; 4 and 5 new
+BATCH = (
+    "SELECT * FROM VALUES "
+    "(1L, 'one!', 'u', array(1L, 1L, 60L, 0L, 0L, 7L), current_timestamp()), "
+    "(3L, 'three?', 'u', array(1L, 1L, 61L, 0L, 0L, 8L), current_timestamp()), "
+    "(4L, 'four', 'c', array(1L, 1L, 62L, 0L, 0L, 9L), current_timestamp()), "
+    "(5L, 'five', 'u', array(1L, 1L, 63L, 0L, 0L, 10L), current_timestamp()) "
+    "AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
+)
+
+
+def _rows(spark: Any, target: str) -> list[tuple[Any, ...]]:
+    rows = spark.sql(f"SELECT id, name, _cdc_position FROM {target} ORDER BY id").collect()
+    return [(r[0], r[1], list(r[2])) for r in rows]
+
+
+def test_a_direct_merge_writes_what_the_classified_one_does_and_counts_from_its_commit(
+    spark_world: SparkWorld,
+) -> None:
+    """The guard stays in the direct MERGE: a row stored newer (another writer) is kept, and
+    its change is counted with the superseded ones."""
+    spark = spark_world.spark
+    direct, classified = "direct_it.direct", "direct_it.classified"
+    spark.sql(BATCH).createOrReplaceTempView("direct_it_batch")
+    for target in (direct, classified):
+        _table(spark, target)
+        _store(spark, target, STORED)
+    props = {QUERY_ID: "q", BATCH_ID: "1"}
+    sql = direct_merge_sql(TABLE, direct, "direct_it_batch", soft=False)
+    with_commit_props(spark, props, lambda: spark.sql(sql))
+    spark.sql(classify_sql(TABLE, "direct_it_batch", classified, None, soft=False)).where(
+        "_cdc_action IN ('insert', 'update', 'delete')"
+    ).createOrReplaceTempView("direct_it_changes")
+    spark.sql(merge_sql(TABLE, classified, "direct_it_changes", soft=False))
+    assert _rows(spark, direct) == _rows(spark, classified)
+    assert [(r[0], r[1]) for r in _rows(spark, direct)] == [
+        (1, "one!"),
+        (2, "two"),
+        (3, "three"),
+        (4, "four"),
+        (5, "five"),
+    ]
+    assert counted(batch_commit_summary(spark, direct, props), 6) == Counts(2, 1, 3)
