@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from integration_tests import services
 from integration_tests.mirror_env import MirrorJob, continuous_mirror
 from integration_tests.mirror_fixture import Mirrored
-from integration_tests.mirror_scenarios import settle
+from integration_tests.mirror_scenarios import BEHIND, settle, stop_while_behind
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -55,12 +55,15 @@ def wait_for(
 
 
 def metrics_count_what_was_applied(
-    m: Mirrored, while_running: Callable[[MirrorJob], None] | None = None
+    m: Mirrored, while_running: Callable[[MirrorJob], None] | None = None, behind: int = 0
 ) -> MirrorJob:
     """Inserts, then updates, then deletes, each waited for on the endpoint; the counters are
     exactly those changes, the job's batches all succeeded, the lag and the last commit are
     those of this run, and once SIGTERM stopped the job the table equals the source.
-    ``while_running`` checks more on the same job before it is stopped; the job returned."""
+    ``while_running`` checks more on the same job before it is stopped; ``behind``: then
+    that many operations, and SIGTERM while the job works them off
+    (``mirror_scenarios.stop_while_behind``; the next start applies the rest). The job
+    returned."""
     settle(m)
     m.mirror()  # what earlier tests left: the job below starts with nothing behind
     table, w = m.source.table, m.workload
@@ -72,7 +75,7 @@ def metrics_count_what_was_applied(
             ("cdcmirror_table_rows_total", (("action", action), ("table", m.identifier))), 0
         )
 
-    env = {"CDCMIRROR_MIRROR__METRICS_PORT": str(port)}
+    env = {"CDCMIRROR_MIRROR__METRICS_PORT": str(port), **(BEHIND if behind else {})}
     with continuous_mirror(m.config_path, "1 second", env) as job:
         wait_for(job, port, "a batch", lambda s: s.get(("cdcmirror_batches_total", ())) is not None)
         started = time.time()
@@ -86,10 +89,12 @@ def metrics_count_what_was_applied(
         with services.pg_connect() as conn:
             conn.execute(f"DELETE FROM {table} WHERE id IN (%s, %s)", (new + 3, new + 4))
         got = wait_for(job, port, "2 deletes", lambda s: rows(s, "deleted") >= 2)
+        w.ids += [new, new + 1, new + 2]
+        w.next_id = new + 5
         if while_running is not None:
             while_running(job)
-    w.ids += [new, new + 1, new + 2]
-    w.next_id = new + 5
+        if behind:
+            stop_while_behind(m, job, behind)
     one = (("table", m.identifier),)
     actions = {a: rows(got, a) for a in ("inserted", "updated", "deleted", "stale", "duplicate")}
     assert actions == {"inserted": 5, "updated": 3, "deleted": 2, "stale": 0, "duplicate": 0}
@@ -106,5 +111,8 @@ def metrics_count_what_was_applied(
     assert started <= got[("cdcmirror_table_last_commit_timestamp_seconds", one)] <= time.time()
     assert got[("cdcmirror_table_stopped", one)] == 0
     assert 0 < got[("cdcmirror_table_batch_seconds", one)] < 600
+    if behind:
+        settle(m)
+        m.mirror()
     m.assert_same()
     return job

@@ -72,10 +72,12 @@ def is_fresh(oldest: Sequence[int] | None, mark: Mark) -> bool:
 
     >>> is_fresh([1, 8, 8], [1, 7, 9]), is_fresh([1, 7, 9], [1, 7, 9]), is_fresh([1, 8], None)
     (True, False, False)
-    >>> is_fresh([0, 3, 3], [])
-    True
+    >>> is_fresh([0, 3, 3], []), is_fresh([1, None, 3], [])  # an element missing: not judged
+    (True, False)
     """
-    return mark is not None and oldest is not None and list(oldest) > mark
+    if mark is None or oldest is None or None in oldest:
+        return False
+    return list(oldest) > mark
 
 
 def raised(mark: Mark, newest: Sequence[int] | None) -> Mark:
@@ -83,10 +85,14 @@ def raised(mark: Mark, newest: Sequence[int] | None) -> Mark:
 
     >>> raised([1, 5, 5], [1, 9, 0]), raised([1, 5, 5], None), raised(None, [1, 9, 0])
     ([1, 9, 0], [1, 5, 5], None)
+    >>> raised([1, 5, 5], [1, None, 0]) is None  # a position with an element missing
+    True
     """
-    if mark is None:
+    if mark is None or newest is None:
+        return mark
+    if None in newest:
         return None
-    return max(mark, list(newest)) if newest is not None else mark
+    return max(mark, [int(x) for x in newest])
 
 
 def summary(mark: Mark) -> dict[str, str]:
@@ -108,10 +114,13 @@ def max_position_sql(stored: str, n: int) -> str:
     return f"SELECT to_json(max(slice(_cdc_position, 1, {n}))) AS mark FROM {stored}"
 
 
-def scanned(text: str | None) -> list[int]:
-    """The mark ``max_position_sql`` read.
+def scanned(text: str | None) -> Mark:
+    """The mark ``max_position_sql`` read (None: a position with an element missing).
 
-    >>> scanned("[1,2,3]"), scanned(None)
-    ([1, 2, 3], [])
+    >>> scanned("[1,2,3]"), scanned(None), scanned("[1,null,3]")
+    ([1, 2, 3], [], None)
     """
-    return [] if text is None else [int(x) for x in json.loads(text)]
+    if text is None:
+        return []
+    position = json.loads(text)
+    return None if None in position else [int(x) for x in position]

@@ -118,7 +118,7 @@ def recorded_mark(spark: Any, target: str) -> Mark:
     return recorded(_history(_table(spark, target)))
 
 
-def scanned_mark(spark: Any, stored: str, n: int) -> list[int]:
+def scanned_mark(spark: Any, stored: str, n: int) -> Mark:
     """The high-water mark of what ``stored`` (a table, or one ``AS OF`` a snapshot) holds,
     read from its positions (``high_water.max_position_sql``)."""
     return scanned(spark.sql(max_position_sql(stored, n)).head()[0])
