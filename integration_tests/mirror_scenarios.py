@@ -321,6 +321,7 @@ def stop_while_behind(m: Mirrored, job: MirrorJob, operations: int) -> None:
         job.proc.wait(timeout=90)  # a batch of 100 events takes seconds, not minutes
     except subprocess.TimeoutExpired:
         raise AssertionError("SIGTERM did not stop a job that is behind in 90 s") from None
-    assert job.proc.returncode == 0, job.log.read_text(errors="replace")[-3000:]
-    assert "stopping after the current batch" in job.log.read_text(errors="replace")
+    log = job.log.read_text(errors="replace")
+    assert job.proc.returncode == 0, log[-3000:]
+    assert "stopping after the current batch" in log
     assert len(m.snapshot_ids()) < before + operations // 100, "no backlog was left"

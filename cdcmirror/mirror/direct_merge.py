@@ -11,8 +11,10 @@ key to tell apart) and carries no unchanged-TOAST placeholder (no stored value t
 the MERGE alone does the work, still with the position guard in its MATCHED branches
 (``merge_sql.direct_merge_sql``), and the Iceberg commit's summary counts what it did: in a
 merge-on-read table each update deletes the row's old position and adds a row, each insert
-adds a row. That saves the classification's scan of the stored keys, its join and the job
-that keeps it (about 0.4-0.5 s of a warm 100-event batch on two cores).
+adds a row. That saves the classification's scan of the stored keys, its join and the two
+Spark jobs that keep and count it; with the guard and the insert branch the MERGE itself
+costs about what they saved (a warm 100-update batch 2.78 s against 2.96 s classified,
+``benchmarks/RESULTS.md``, 2026-12-01).
 
 A batch too big for this (``DIRECT_EVENTS``) or a table too big (``DIRECT_ROWS``, where the
 classification cuts the stored rows to the batch's keys before the MERGE reads them,

@@ -2,9 +2,11 @@
 tombstones hold, so that a batch whose every change is newer needs no classification
 (``mirror/direct_merge.py``). Pure.
 
-Each commit the mirror makes for a keyed table's batch (the TRUNCATE, the MERGE, the
-tombstones, each one's snapshot summary) records ``HIGH_WATER``: the larger of the mark
-the batch started from and the source part of its newest change, when that mark was known.
+Each commit the mirror makes for a keyed table's batch after reading the mark (the MERGE,
+the tombstones; not the TRUNCATE before it, nor the put-back of rows a foreign commit
+stored, ``spark/table_apply.py``) records ``HIGH_WATER`` in its snapshot summary: the larger
+of the mark the batch started from and the source part of its newest change, when that mark
+was known.
 The mark of a table is read from its newest snapshot: the first snapshot, newest first,
 that records one, passing over file rewrites (``maintain``), which move no position. Any
 other snapshot that records none (the initial load, a re-load, a commit of another writer,

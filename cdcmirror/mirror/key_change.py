@@ -91,11 +91,7 @@ def applied_count_sql(table: MirrorTable) -> str:
     >>> applied_count_sql(t).count("count_if")
     2
     """
-    good = "_cdc_error IS NULL"
-    return (
-        f"count_if({good} AND _cdc_op IN ('c', 'u', 'd', 'r') AND NOT {delete_half_sql(table)})"
-        f" + count_if({good} AND {create_half_sql(table)})"
-    )
+    return _applied_sql(table, "_cdc_op IN ('c', 'u', 'd', 'r')")
 
 
 def applied_deletes_sql(table: MirrorTable) -> str:
@@ -111,8 +107,14 @@ def applied_deletes_sql(table: MirrorTable) -> str:
     count_if(_cdc_error IS NULL AND _cdc_op = 'd' AND NOT false)
     count_if(_cdc_error IS NULL AND false)
     """
+    return _applied_sql(table, "_cdc_op = 'd'")
+
+
+def _applied_sql(table: MirrorTable, ops: str) -> str:
+    """Aggregate: the good events of ``ops`` but the delete halves of key changes, plus the
+    old key's delete of each key-change create."""
     good = "_cdc_error IS NULL"
     return (
-        f"count_if({good} AND _cdc_op = 'd' AND NOT {delete_half_sql(table)})"
+        f"count_if({good} AND {ops} AND NOT {delete_half_sql(table)})"
         f" + count_if({good} AND {create_half_sql(table)})"
     )
