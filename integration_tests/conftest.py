@@ -11,6 +11,12 @@ import pytest
 from cdcmirror.config import Config, load_config
 from cdcmirror.stack.control import Stack
 from integration_tests import services
+from integration_tests.schedule_report import ScheduleReport
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the run's controller, or a run without xdist
+        config.pluginmanager.register(ScheduleReport(), "schedule-report")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
