@@ -31,7 +31,9 @@ from integration_tests.mirror_fixture import bootstrap, pg_config
 TABLES = ("a", "b")
 
 
-@pytest.fixture(params=["json", "avro"])
+# Avro's run in `make test-full` (CI time); CI reads Avro batches in test_mirror_postgresql's
+# Avro tests and in test_golden_apply
+@pytest.fixture(params=["json", pytest.param("avro", marks=pytest.mark.full)])
 def two_tables(
     request: pytest.FixtureRequest, stack: Stack, postgres: None, spark_world: SparkWorld
 ) -> Iterator[tuple[str, str, dict[str, Workload]]]:
