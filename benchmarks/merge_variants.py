@@ -72,6 +72,8 @@ def _events(spark: Any, r: int, rows: int, size: int) -> None:
         "'u' AS _cdc_op",
         f"array(1L, 1L, {100 + r}L, 0L, 0L, id) AS _cdc_position",
         "current_timestamp() AS _cdc_source_ts",
+        "0 AS _cdc_partition",
+        "id AS _cdc_offset",
     )
     events.cache().count()
     events.createOrReplaceTempView(f"{NS}_events")
@@ -113,7 +115,7 @@ def _variants(spark: Any) -> dict[str, Callable[[str], float]]:
 
 def main(rounds: int, rows: int, size: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="merge-variants-"))
-    config = make_config(work, NS, "mariadb", "db.items", "db")
+    config = make_config(work, NS, "mysql", "db.items", "db")
     spark = build_spark_session(load_config(config, environ={}), "merge-variants")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NS}")
     variants = _variants(spark)
