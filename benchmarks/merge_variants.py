@@ -28,23 +28,13 @@ from typing import Any
 
 from cdcmirror.config import load_config
 from cdcmirror.mirror.merge_sql import dedupe_sql, direct_merge_sql, merge_sql
-from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.mirror_fixture import make_config
+from integration_tests.test_direct_merge import ROW
+from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert
 
 NS = "bench_variants"
-TABLE = MirrorTable(
-    identifier=f"{NS}.items",
-    topic="t",
-    flavor="mariadb",
-    source="db.items",
-    key=("id",),
-    mode="upsert",
-    columns=(MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string")),
-)
-ROW = "(id BIGINT, name STRING, _cdc_op STRING, _cdc_position ARRAY<BIGINT>, "
-ROW += "_cdc_source_ts TIMESTAMP, _cdc_deleted BOOLEAN)"
 
 
 def _copy(spark: Any, name: str, rows: int) -> str:
