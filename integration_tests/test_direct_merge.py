@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.mirror.direct_merge import Counts, counted
+from cdcmirror.mirror.direct_merge import COUNTED_KEYS, Counts, counted
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.merge_sql import classify_sql, direct_merge_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
@@ -55,7 +55,7 @@ def test_the_mark_is_read_past_file_rewrites_and_lost_to_other_commits(
     row = "(3L, 'c', 'c', array(1L, 3L, 80L, 0L, 0L, 6L), current_timestamp())"
     with_commit_props(spark, props, lambda: _store(spark, target, row))
     assert recorded_mark(spark, target) == [1, 3, 80, 0]
-    assert batch_commit_summary(spark, target, props)["added-records"] == "1"
+    assert batch_commit_summary(spark, target, props, COUNTED_KEYS) == {"added-records": "1"}
     spark.sql(
         "CALL system.rewrite_data_files(table => 'direct_it.marks', "
         "options => map('rewrite-all', 'true'))"
@@ -65,7 +65,7 @@ def test_the_mark_is_read_past_file_rewrites_and_lost_to_other_commits(
     assert recorded_mark(spark, target) == [1, 3, 80, 0]  # a rewrite moves no position
     spark.sql(f"DELETE FROM {target} WHERE id = 1")  # not the mirror's: the mark is unknown
     assert recorded_mark(spark, target) is None
-    assert batch_commit_summary(spark, target, {QUERY_ID: "q", BATCH_ID: "8"}) == {}
+    assert batch_commit_summary(spark, target, {QUERY_ID: "q", BATCH_ID: "8"}, COUNTED_KEYS) == {}
 
 
 STORED = (
@@ -115,4 +115,4 @@ def test_a_direct_merge_writes_what_the_classified_one_does_and_counts_from_its_
         (4, "four"),
         (5, "five"),
     ]
-    assert counted(batch_commit_summary(spark, direct, props), 6) == Counts(2, 1, 3)
+    assert counted(batch_commit_summary(spark, direct, props, COUNTED_KEYS), 6) == Counts(2, 1, 3)

@@ -72,6 +72,10 @@ class Counts(NamedTuple):
     duplicates: int
 
 
+COUNTED_KEYS = ("added-records", "added-position-deletes", "removed-position-deletes")
+"""The entries of a direct MERGE's commit summary that :func:`counted` reads."""
+
+
 def counted(summary: Mapping[str, str], applied: int) -> Counts:
     """What the direct MERGE did, from its snapshot's summary (merge-on-read: an update adds
     a position delete and a row, an insert a row) and the batch's ``applied`` changes (the
@@ -87,7 +91,6 @@ def counted(summary: Mapping[str, str], applied: int) -> Counts:
     >>> counted({}, 3)  # nothing written
     Counts(inserts=0, updates=0, duplicates=3)
     """
-    added = int(summary.get("added-records", 0))
-    deleted = int(summary.get("added-position-deletes", 0))
-    deleted -= int(summary.get("removed-position-deletes", 0))
+    added, deleted, removed = (int(summary.get(key, 0)) for key in COUNTED_KEYS)
+    deleted -= removed
     return Counts(added - deleted, deleted, applied - added)

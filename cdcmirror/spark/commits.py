@@ -13,20 +13,20 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.spark.java_classes import java_class
 
 logger = logging.getLogger("cdcmirror.mirror")
 
 
 def with_commit_props(spark: Any, props: dict[str, str], fn: Callable[[], Any]) -> None:
     """Run ``fn`` so that every snapshot it commits carries ``props`` in its summary."""
-    jvm = spark.sparkContext._jvm
-    java_props = jvm.java.util.HashMap()
+    java_props = java_class(spark, "java.util.HashMap")()
     for k, v in props.items():
         java_props.put(k, v)
+    metadata = java_class(spark, "org.apache.iceberg.spark.CommitMetadata")
+    thrown = java_class(spark, "java.lang.Class").forName("java.lang.RuntimeException")
     retry_on_conflict(  # e.g. `cdcmirror maintain` rewrote files this MERGE deletes from
-        lambda: jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
-            java_props, _JavaCallable(fn), jvm.java.lang.RuntimeException().getClass()
-        ),
+        lambda: metadata.withCommitProperties(java_props, _JavaCallable(fn), thrown),
         "mirror commit",
     )
 

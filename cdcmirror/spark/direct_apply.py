@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cdcmirror.mirror.direct_merge import DIRECT_ROWS, Counts, could_go_direct, counted
+from cdcmirror.mirror.direct_merge import (
+    COUNTED_KEYS,
+    DIRECT_ROWS,
+    Counts,
+    could_go_direct,
+    counted,
+)
 from cdcmirror.mirror.high_water import Mark, highest
 from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
 from cdcmirror.mirror.key_range import Bounds
@@ -73,4 +79,4 @@ def apply_direct(
     events.createOrReplaceTempView(view + "_events")
     spark.sql(dedupe_sql(table, view + "_events")).createOrReplaceTempView(view + "_deduped")
     commit(direct_merge_sql(table, target, view + "_deduped", soft, bounds))
-    return counted(batch_commit_summary(spark, target, props), changes)
+    return counted(batch_commit_summary(spark, target, props, COUNTED_KEYS), changes)

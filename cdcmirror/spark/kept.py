@@ -10,19 +10,24 @@ is run again (``spark/executor_loss.py``).
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 
 def keep(df: Any, exprs: list[str]) -> tuple[Any, dict[str, Any]]:
     """``df`` computed and kept now, in one Spark job that also aggregates ``exprs``
-    (``expr AS name``); the kept frame and the aggregate's values by name."""
+    (``expr AS name``, numbers or text); the kept frame and the aggregate's values by name.
+    The values come back as one JSON text: read from Python, each entry of an observed
+    metrics map costs round trips (2.6 % of a small batch's work in a py-spy profile)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     seen = Observation(f"cdcmirror_kept_{uuid.uuid4().hex}")
-    kept = df.observe(seen, *(F.expr(e) for e in exprs)).localCheckpoint(eager=True)
-    return kept, dict(seen.get)
+    values = f"to_json(struct({', '.join(exprs)}), map('ignoreNullFields', 'false')) AS v"
+    kept = df.observe(seen, F.expr(values)).localCheckpoint(eager=True)
+    out: dict[str, Any] = json.loads(seen.get["v"])
+    return kept, out
 
 
 def let_go(kept: Any) -> None:
