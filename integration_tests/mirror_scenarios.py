@@ -33,7 +33,7 @@ WORKLOAD_BATCHES = pytest.mark.parametrize(
     ("batch", "operations"),
     [
         (0, 5000),
-        (400, 2500),  # CI: about ten batches (the full size is the case below)
+        (200, 1200),  # CI: about seven batches (the full size is the case below)
         pytest.param(400, 5000, marks=pytest.mark.full),
     ],
     ids=["one-batch", "small-batches", "small-batches-full"],

@@ -92,7 +92,7 @@ def test_maintain_while_the_mirror_commits_and_maintains_loses_nothing(pg: Mirro
             job.assert_alive()
             assert time.monotonic() < deadline, "the continuous job applied nothing in 240 s"
             time.sleep(2)
-        writer = threading.Thread(target=pg.workload.run, args=(2000,))
+        writer = threading.Thread(target=pg.workload.run, args=(1000,))
         writer.start()
         try:
             while writer.is_alive() or len(runs) < 2:

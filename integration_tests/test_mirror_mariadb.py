@@ -222,7 +222,8 @@ def test_random_workload_with_key_change_chains_and_big_values(
     stack: Stack, mariadb: None, spark_world: SparkWorld, batch: int, operations: int
 ) -> None:
     """Operations with chains of key changes and updates that leave big values alone,
-    mirrored in one batch and in batches of 400 events."""
+    mirrored in one batch and in small batches (of 200 events in CI, of 400 in
+    `make test-full`)."""
     # the one batch is read by tasks of 700 events: a Kafka partition split across tasks
     settings: dict[str, object] = (
         {"max_events_per_batch": batch} if batch else {"events_per_task": 700}
@@ -303,7 +304,7 @@ def maria_schemaless(stack: Stack, mariadb: None, spark_world: SparkWorld) -> It
 
 @pytest.mark.full
 def test_json_without_schemas_same_workload(maria_schemaless: Mirrored) -> None:
-    sc.workload_then_same(maria_schemaless, 4000)
+    sc.workload_then_same(maria_schemaless, 1500)
     sc.poison_goes_to_dead_letter(maria_schemaless)
 
 
@@ -316,7 +317,7 @@ def maria_avro(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator
 def test_avro_same_workload(maria_avro: Mirrored) -> None:
     """Avro in the Confluent wire format through the stack's Apicurio Registry: the same
     workload, a new column (a new schema id), a replay, poison values."""
-    sc.workload_then_same(maria_avro, 4000)
+    sc.workload_then_same(maria_avro, 1500)
     assert sc.newest_value(maria_avro.topic)[0] == 0  # magic byte: the Confluent wire format
     add_column_mid_stream(maria_avro)
     replay_from_older_offsets(maria_avro)

@@ -235,7 +235,8 @@ def test_random_workload_with_key_change_chains_and_out_of_line_toast(
     stack: Stack, postgres: None, spark_world: SparkWorld, batch: int, operations: int
 ) -> None:
     """Operations with chains of key changes and updates that leave big incompressible
-    (out-of-line TOAST) values alone, mirrored in one batch and in batches of 400 events."""
+    (out-of-line TOAST) values alone, mirrored in one batch and in small batches (of 200
+    events in CI, of 400 in `make test-full`)."""
     # the one batch is read by tasks of 700 events: a Kafka partition split across tasks
     settings: dict[str, object] = (
         {"max_events_per_batch": batch} if batch else {"events_per_task": 700}
@@ -823,7 +824,7 @@ def pg_schemaless(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iter
 
 
 def test_json_without_schemas_same_workload(pg_schemaless: Mirrored) -> None:
-    sc.workload_then_same(pg_schemaless, 4000)
+    sc.workload_then_same(pg_schemaless, 1500)
     sc.poison_goes_to_dead_letter(pg_schemaless)
 
 
@@ -909,7 +910,7 @@ def pg_avro(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[M
 def test_avro_same_workload(pg_avro: Mirrored) -> None:
     """Avro in the Confluent wire format through the stack's Apicurio Registry: the same
     workload, TOAST, a new column (a new schema id) and poison values."""
-    sc.workload_then_same(pg_avro, 4000)
+    sc.workload_then_same(pg_avro, 1500)
     assert sc.newest_value(pg_avro.topic)[0] == 0  # magic byte: the Confluent wire format
     toast_values_kept(pg_avro)
     key_change_keeps_toast_values(pg_avro)  # the old key's header is the same with Avro
