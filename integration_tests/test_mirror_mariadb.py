@@ -304,7 +304,7 @@ def maria_schemaless(stack: Stack, mariadb: None, spark_world: SparkWorld) -> It
 
 @pytest.mark.full
 def test_json_without_schemas_same_workload(maria_schemaless: Mirrored) -> None:
-    sc.workload_then_same(maria_schemaless, 1500)
+    sc.workload_then_same(maria_schemaless, 4000)
     sc.poison_goes_to_dead_letter(maria_schemaless)
 
 
