@@ -37,7 +37,8 @@ from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert
 NS = "bench_variants"
 
 
-def _copy(spark: Any, name: str, rows: int) -> str:
+def copy_table(spark: Any, name: str, rows: int) -> str:
+    """A mirrored table of ``rows`` rows (merge-on-read), ``bench_variants.t_<name>``."""
     target = f"{NS}.t_{name.replace(' ', '_')}"
     spark.sql(f"DROP TABLE IF EXISTS {target}")
     props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
@@ -109,7 +110,7 @@ def main(rounds: int, rows: int, size: int) -> None:
     spark = build_spark_session(load_config(config, environ={}), "merge-variants")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NS}")
     variants = _variants(spark)
-    targets = {name: _copy(spark, name, rows) for name in variants}
+    targets = {name: copy_table(spark, name, rows) for name in variants}
     seconds: dict[str, list[float]] = {name: [] for name in variants}
     for r in range(rounds):
         _events(spark, r, rows, size)

@@ -65,6 +65,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "reconcile": {"settle_seconds": "int", "buckets": "int", "max_keys": "int"},
     "maintain": {
         "every_batches": "int",
+        "max_snapshots": "int",
         "target_file_size_mb": "int",
         "min_input_files": "int",
         "snapshot_retention_hours": "int",
@@ -141,6 +142,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "reconcile": {"settle_seconds": 60, "buckets": 1024, "max_keys": 100},
     "maintain": {
         "every_batches": 0,
+        "max_snapshots": 1000,
         "target_file_size_mb": 128,
         "min_input_files": 2,
         "snapshot_retention_hours": 24,

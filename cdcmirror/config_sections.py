@@ -128,6 +128,7 @@ class Reconcile(_Section):
 @dataclass(frozen=True)
 class Maintain(_Section):
     every_batches: int
+    max_snapshots: int
     target_file_size_mb: int
     min_input_files: int
     snapshot_retention_hours: int

@@ -292,7 +292,10 @@ def _side(
         f"{name}.*",
         url_db,
         kafka_format=settings.get("format", "json"),
-        maintain={"every_batches": int(settings.get("maintain_every", 0))},
+        maintain={
+            "every_batches": int(settings.get("maintain_every", 0)),
+            "max_snapshots": int(settings.get("max_snapshots", 1000)),
+        },
     )
     result = run_cli(config, "bootstrap")
     (work / "bootstrap.log").write_text(result.output)

@@ -20,6 +20,15 @@ pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 SEED = 20261124
 
 
+def _history(config: Path, identifier: str) -> tuple[int, int]:
+    """The commits made to a table (its last sequence number) and the snapshots it holds."""
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.config import load_config
+
+    metadata = load_catalog(load_config(config, environ={})).load_table(identifier).metadata
+    return int(metadata.last_sequence_number), len(metadata.snapshots)
+
+
 def test_faults_of_every_kind_lose_nothing(
     stack: Stack, postgres: None, mariadb: None, tmp_path: Path
 ) -> None:
@@ -27,12 +36,14 @@ def test_faults_of_every_kind_lose_nothing(
     faults = int(os.environ.get("CHAOS_CI_FAULTS", str(len(kinds))))
     sides = [
         # with chains of key changes over unchanged TOAST values (the PostgreSQL default)
-        pg_side(tmp_path, SEED, {"rows": 150, "format": "json"}),
+        # its job keeps 2 snapshots a table (expired once past 3), through every fault
+        pg_side(tmp_path, SEED, {"rows": 150, "format": "json", "max_snapshots": 2}),
         maria_side(tmp_path, SEED + 1, {"rows": 150, "format": "avro", "maintain_every": 4}),
     ]
     lines: list[str] = []
     try:
         report = Chaos(sides, SEED, recovery_timeout=240).run(faults, log=lines.append, only=kinds)
+        history = _history(sides[0].config, sides[0].identifier)
     finally:
         for side in sides:
             if side.job is not None:
@@ -44,3 +55,6 @@ def test_faults_of_every_kind_lose_nothing(
         assert set(report.kinds) == set(kinds), summary
     assert report.reconcile == {"postgresql": 0, "mariadb": 0}, summary
     assert report.clean, summary
+    # more commits than the cap and its slack were made, fewer snapshots are held
+    commits, held = history
+    assert commits > 3 >= held, f"{commits} commits, {held} snapshots held\n{summary}"

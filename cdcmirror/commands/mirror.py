@@ -83,6 +83,7 @@ def build_applier(
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.mirror.registry import SchemaRegistry
     from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
+    from cdcmirror.spark.maintenance import JobMaintenance
 
     access = CatalogAccess(config, catalog)
     connector = connector_name(config.source.name)
@@ -102,8 +103,9 @@ def build_applier(
         fail_on_dead_letter=config.mirror.dead_letter == "fail",
         internal_namespace=internal_namespace(config),
         parallelism=config.mirror.parallelism,
-        maintain_every=config.maintain.every_batches,
-        maintain_settings=settings_of(config),
+        maintenance=JobMaintenance(
+            config.maintain.every_batches, settings_of(config), config.maintain.max_snapshots
+        ),
         registry=registry if cdc_avro else None,
         stream_registry=registry if stream_avro else None,
         source_health=source_health,

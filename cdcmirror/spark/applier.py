@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
@@ -44,7 +44,7 @@ from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
 from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
-from cdcmirror.spark.maintenance import MaintainSettings
+from cdcmirror.spark.maintenance import JobMaintenance, between_batches
 from cdcmirror.spark.own_reads import apply_own, with_records
 from cdcmirror.spark.rejected_schemas import reject_schemas
 from cdcmirror.spark.shuffle_size import ShuffleSize
@@ -65,8 +65,7 @@ class ApplierOptions:
     fail_on_dead_letter: bool
     internal_namespace: str  # tombstones and the dead-letter table
     parallelism: int = 4
-    maintain_every: int = 0  # run `maintain` on the mirrored tables every N batches (0: off)
-    maintain_settings: MaintainSettings | None = None
+    maintenance: JobMaintenance = field(default_factory=JobMaintenance)  # off unless told
     registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
     stream_registry: SchemaRegistry | None = None  # for Avro event streams ([[streams]])
     # what is wrong with the source connector (FAILED, PAUSED), None when it runs
@@ -219,9 +218,9 @@ class Applier:
         problem = self.options.source_health() if self.options.source_health else None
         if problem:
             logger.error("mirror batch %d: %s", batch_id, problem)
-        every = self.options.maintain_every
-        if every and batch_id > 0 and batch_id % every == 0:
-            self._maintain()
+        names = [t.identifier for t in self.tables.values()] + list(self.streams)
+        tombstones, maintenance = self._tombstones.made(), self.options.maintenance
+        between_batches(self.spark, batch_id, names, tombstones, maintenance, logger)
         seconds = time.monotonic() - started
         logger.info(
             "batch %d done in %.2fs (%s, tables %.2fs, dead letters %.2fs)",
@@ -233,13 +232,6 @@ class Applier:
         )
         if self.options.on_batch is not None:
             self.options.on_batch(stats, seconds)
-
-    def _maintain(self) -> None:
-        """`cdcmirror maintain` inside the job, between batches (mirror.maintain_every)."""
-        from cdcmirror.spark.maintenance import maintain_between_batches
-
-        names = [t.identifier for t in self.tables.values()] + list(self.streams)
-        maintain_between_batches(self.spark, names, self.options.maintain_settings, logger)
 
     def _apply_stream(
         self,

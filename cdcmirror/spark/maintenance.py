@@ -13,7 +13,9 @@ from typing import Any
 
 from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.envelope import spark_name
+from cdcmirror.mirror.history_cap import checks_at
 from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.spark.snapshot_expiry import cap_snapshots
 from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
@@ -171,3 +173,30 @@ def maintain_between_batches(
             done.before.delete_files,
             done.after.delete_files,
         )
+
+
+@dataclass(frozen=True)
+class JobMaintenance:
+    """What the mirror job maintains between its batches."""
+
+    every_batches: int = 0  # `maintain` of its tables every N batches (0: never)
+    settings: MaintainSettings | None = None
+    max_snapshots: int = 0  # each table's snapshots kept at most (``history_cap``; 0: no cap)
+
+
+def between_batches(
+    spark: Any,
+    batch_id: int,
+    identifiers: list[str],
+    tombstones: list[str],
+    maintenance: JobMaintenance,
+    log: Any,
+) -> None:
+    """The mirror job's housekeeping after batch ``batch_id``: `maintain` of its tables
+    (``identifiers``), and the bound on each table's snapshots, its ``tombstones`` tables'
+    (Spark names) too."""
+    every, cap = maintenance.every_batches, maintenance.max_snapshots
+    if every and batch_id > 0 and batch_id % every == 0:
+        maintain_between_batches(spark, identifiers, maintenance.settings, log)
+    if checks_at(batch_id, cap):
+        cap_snapshots(spark, [spark_name(i) for i in identifiers] + tombstones, cap)

@@ -18,6 +18,10 @@ class TombstoneTables:
         self.namespace = namespace
         self._keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
 
+    def made(self) -> list[str]:
+        """The Spark names of the tombstone tables this job has made or found."""
+        return [spark_name(name) for name in self._keys]
+
     def ensure(self, spark: Any, table: MirrorTable) -> str:
         """The Spark name of ``table``'s tombstone table, made or widened if needed."""
         name = f"{self.namespace}.{table.identifier.split('.')[-1]}__deleted"
