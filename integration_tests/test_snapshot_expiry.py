@@ -6,7 +6,10 @@ commits record all kept."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID, START_OFFSETS, recorded_starts
@@ -56,3 +59,18 @@ def test_a_table_past_its_cap_keeps_its_newest_snapshots_and_its_rows(
     # no cap: nothing expired, however many
     cap_snapshots(spark, [target], 0)
     assert snapshot_count(spark, target) == 10
+
+
+def test_a_table_that_cannot_be_capped_is_named_and_the_others_still_are(
+    spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    spark = spark_world.spark
+    target = "direct_it.capped_after_a_missing_one"
+    _table(spark, target)
+    for i in range(1, 6):
+        _commit(spark, target, i)
+    with caplog.at_level(logging.WARNING, logger="cdcmirror.mirror"):
+        cap_snapshots(spark, ["direct_it.no_such_table", target], 2)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(m.startswith("direct_it.no_such_table: could not expire") for m in warned), warned
+    assert snapshot_count(spark, target) == 2

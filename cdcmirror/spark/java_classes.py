@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcmirror.catalog_properties import CATALOG_NAME
+
 
 def java_class(spark: Any, name: str) -> Any:
     """The Java class ``name`` (e.g. ``java.util.HashMap``) of ``spark``'s JVM: its static
@@ -18,3 +20,10 @@ def java_class(spark: Any, name: str) -> Any:
     from py4j.java_gateway import JavaClass
 
     return JavaClass(name, spark.sparkContext._gateway._gateway_client)
+
+
+def iceberg_table(spark: Any, target: str) -> Any:
+    """The Iceberg table ``target`` (its Spark name) as the session's catalog has it now
+    (Java)."""
+    spark_util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
+    return spark_util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{target}")

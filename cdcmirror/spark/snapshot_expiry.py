@@ -8,28 +8,34 @@ import logging
 import time
 from typing import Any
 
-from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.history_cap import over_cap
 from cdcmirror.spark.conflicts import retry_on_conflict
-from cdcmirror.spark.java_classes import java_class
+from cdcmirror.spark.java_classes import iceberg_table
 
 logger = logging.getLogger("cdcmirror.mirror")
 
 
-def _table(spark: Any, target: str) -> Any:
-    spark_util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
-    return spark_util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{target}")
-
-
 def snapshot_count(spark: Any, target: str) -> int:
     """The snapshots ``target``'s metadata holds now."""
-    return int(_table(spark, target).snapshots().size())
+    return int(iceberg_table(spark, target).snapshots().size())
 
 
 def cap_snapshots(spark: Any, targets: list[str], cap: int) -> None:
-    """:func:`cap_table` of each of ``targets``."""
+    """:func:`cap_table` of each of ``targets``. Housekeeping: a table it fails on (dropped,
+    unreachable for a moment) is named in a warning and the job goes on; the next check
+    tries again."""
     for target in targets:
-        cap_table(spark, target, cap)
+        try:
+            cap_table(spark, target, cap)
+        except Exception as exc:  # housekeeping must not stop the mirror
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
+            logger.warning(
+                "%s: could not expire old snapshots (maintain.max_snapshots = %d), the job "
+                "goes on and tries again later; `cdcmirror maintain` expires them too: %s",
+                target,
+                cap,
+                first,
+            )
 
 
 def cap_table(spark: Any, target: str, cap: int) -> int:
@@ -40,7 +46,7 @@ def cap_table(spark: Any, target: str, cap: int) -> int:
         return 0
 
     def expire() -> int:
-        table = _table(spark, target)  # again on a retry: the conflict's commit is in it
+        table = iceberg_table(spark, target)  # again on a retry: the conflict's commit is in it
         now_ms = int(time.time() * 1000)
         table.expireSnapshots().retainLast(cap).expireOlderThan(now_ms).commit()
         return before - snapshot_count(spark, target)

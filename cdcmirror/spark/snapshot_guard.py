@@ -23,18 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.high_water import REWRITE, Mark, max_position_sql, recorded, scanned
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
-from cdcmirror.spark.java_classes import java_class
+from cdcmirror.spark.java_classes import iceberg_table
 
 MAX_WALK = 1000  # snapshots looked at, at most, between the classification and the MERGE
-
-
-def _table(spark: Any, target: str) -> Any:
-    """The Iceberg table ``target`` as the session's catalog has it now (Java)."""
-    spark_util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
-    return spark_util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{target}")
 
 
 class Read(NamedTuple):
@@ -46,7 +39,7 @@ class Read(NamedTuple):
 
 def current_snapshot(spark: Any, target: str) -> Read:
     """``target``'s current snapshot."""
-    snapshot = _table(spark, target).currentSnapshot()
+    snapshot = iceberg_table(spark, target).currentSnapshot()
     if snapshot is None:
         return Read(None, 0)
     return Read(int(snapshot.snapshotId()), _records(snapshot) or 0)
@@ -55,7 +48,7 @@ def current_snapshot(spark: Any, target: str) -> Read:
 def holds_rows(spark: Any, target: str) -> bool:
     """Whether ``target``'s current snapshot may hold rows: False only when it has no snapshot
     or its summary counts none (a summary without the count may hold rows)."""
-    snapshot = _table(spark, target).currentSnapshot()
+    snapshot = iceberg_table(spark, target).currentSnapshot()
     return snapshot is not None and _records(snapshot) != 0
 
 
@@ -74,7 +67,7 @@ def foreign_parent(
     on when a commit other than a file rewrite, and not the batch's, lies between ``read``
     (the snapshot the classification read) and it, or when ``read`` is no longer behind it
     (a rollback); None when there is none, or when the MERGE committed nothing."""
-    table = _table(spark, target)
+    table = iceberg_table(spark, target)
     snapshot = table.currentSnapshot()
     ours: Any = None
     foreign = False
@@ -116,7 +109,7 @@ def _history(table: Any) -> Iterator[tuple[str, Mapping[str, str]]]:
 
 def recorded_mark(spark: Any, target: str) -> Mark:
     """The high-water mark ``target``'s snapshots record (``high_water.recorded``)."""
-    return recorded(_history(_table(spark, target)))
+    return recorded(_history(iceberg_table(spark, target)))
 
 
 def scanned_mark(spark: Any, stored: str, n: int) -> Mark:
@@ -132,7 +125,7 @@ def batch_commit_summary(
     committed holds (empty when none is found). Only those are fetched: each entry of a Java
     map read from Python costs round trips (the whole summary: 6 % of a small batch's work in
     a py-spy profile, which slows the Python it samples)."""
-    for _, summary in _history(_table(spark, target)):
+    for _, summary in _history(iceberg_table(spark, target)):
         if summary.get(QUERY_ID) == props.get(QUERY_ID) and summary.get(BATCH_ID) == props.get(
             BATCH_ID
         ):
@@ -143,5 +136,5 @@ def batch_commit_summary(
 
 def merge_on_read(spark: Any, target: str) -> bool:
     """Whether ``target``'s MERGEs write delete files (every table cdcmirror makes)."""
-    properties = _table(spark, target).properties()
+    properties = iceberg_table(spark, target).properties()
     return str(properties.get("write.merge.mode")) == "merge-on-read"
