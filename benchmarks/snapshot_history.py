@@ -31,13 +31,12 @@ from typing import Any
 
 from benchmarks.merge_variants import NS as VARIANTS
 from benchmarks.merge_variants import copy_table
-from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.config import load_config
 from cdcmirror.mirror.high_water import HIGH_WATER
 from cdcmirror.mirror.merge_sql import dedupe_sql, direct_merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, END_OFFSETS, QUERY_ID, START_OFFSETS
 from cdcmirror.spark.commits import with_commit_props
-from cdcmirror.spark.java_classes import java_class
+from cdcmirror.spark.java_classes import iceberg_table
 from cdcmirror.spark.session import build_spark_session
 from integration_tests.mirror_fixture import make_config
 from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert
@@ -47,8 +46,7 @@ TARGET = f"{VARIANTS}.t_history"  # merge_variants.copy_table(spark, "history", 
 
 
 def _load(spark: Any) -> Any:
-    util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
-    return util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{TARGET}")
+    return iceberg_table(spark, TARGET)
 
 
 def _props(batch: int) -> dict[str, str]:
