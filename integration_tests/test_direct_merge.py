@@ -9,7 +9,7 @@ from typing import Any
 
 from cdcmirror.mirror.direct_merge import COUNTED_KEYS, Counts, counted
 from cdcmirror.mirror.high_water import summary
-from cdcmirror.mirror.merge_sql import classify_sql, direct_merge_sql, merge_sql
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, direct_merge_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 from cdcmirror.spark.commits import with_commit_props
 from cdcmirror.spark.snapshot_guard import (
@@ -116,3 +116,71 @@ def test_a_direct_merge_writes_what_the_classified_one_does_and_counts_from_its_
         (5, "five"),
     ]
     assert counted(batch_commit_summary(spark, direct, props, COUNTED_KEYS), 6) == Counts(2, 1, 3)
+
+
+# deduplicated: 1 deleted, 2 updated, 7 deleted before it was stored (its tombstone moved
+# on), 8 inserted then deleted (a new tombstone), 4 inserted
+DELETES = (
+    "SELECT * FROM VALUES "
+    "(1L, 'one!', 'u', array(1L, 1L, 91L, 0L, 0L, 7L), current_timestamp(), 0, 7L), "
+    "(1L, NULL, 'd', array(1L, 1L, 92L, 0L, 0L, 8L), current_timestamp(), 0, 8L), "
+    "(2L, 'two!', 'u', array(1L, 1L, 93L, 0L, 0L, 9L), current_timestamp(), 0, 9L), "
+    "(7L, NULL, 'd', array(1L, 1L, 94L, 0L, 0L, 10L), current_timestamp(), 0, 10L), "
+    "(8L, 'eight', 'c', array(1L, 1L, 95L, 0L, 0L, 11L), current_timestamp(), 0, 11L), "
+    "(8L, NULL, 'd', array(1L, 1L, 96L, 0L, 0L, 12L), current_timestamp(), 0, 12L), "
+    "(4L, 'four', 'c', array(1L, 1L, 97L, 0L, 0L, 13L), current_timestamp(), 0, 13L) "
+    "AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _cdc_partition, _cdc_offset)"
+)
+TOMB = "(id BIGINT NOT NULL, _cdc_position ARRAY<BIGINT>, _cdc_source_ts TIMESTAMP)"
+
+
+def _tombstones(spark: Any, name: str) -> list[tuple[Any, ...]]:
+    rows = spark.sql(f"SELECT id, _cdc_position FROM {name} ORDER BY id").collect()
+    return [(r[0], list(r[1])) for r in rows]
+
+
+def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_does(
+    spark_world: SparkWorld,
+) -> None:
+    """The deletes of a direct batch: the stored ones counted before the MERGE, every one
+    entombed after it (a key never stored too), the counts the classification's."""
+    from cdcmirror.mirror.merge_sql import tombstone_merge_sql
+    from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, entomb_direct
+    from cdcmirror.spark.snapshot_guard import current_snapshot
+
+    spark = spark_world.spark
+    spark.sql(DELETES).createOrReplaceTempView("direct_it_deletes")
+    tomb_row = "(7L, array(1L, 1L, 20L, 0L, 0L, 1L), current_timestamp())"
+    for name in ("direct", "classified"):
+        _table(spark, f"direct_it.{name}")
+        _store(spark, f"direct_it.{name}", STORED)
+        spark.sql(f"DROP TABLE IF EXISTS direct_it.{name}_tomb")
+        spark.sql(f"CREATE TABLE direct_it.{name}_tomb {TOMB} USING iceberg")
+        spark.sql(f"INSERT INTO direct_it.{name}_tomb VALUES {tomb_row}")
+    props = {QUERY_ID: "q", BATCH_ID: "2"}
+
+    def commit(sql: str, data: bool) -> None:
+        with_commit_props(spark, props, lambda: spark.sql(sql))
+
+    batch = spark.table("direct_it_deletes")
+    read = current_snapshot(spark, "direct_it.direct")
+    d = DirectBatch(spark, TABLE, "direct_it.direct", "direct_it_d", {}, commit, props)
+    summary, deleted = apply_direct(d, batch, 7, False, read, deletes=True)
+    entombed = entomb_direct(d, "direct_it.direct_tomb")
+    assert (deleted, entombed) == (1, 3)
+    assert counted(summary, 7, deleted, entombed) == Counts(1, 1, 2, 1)
+
+    spark.sql(dedupe_sql(TABLE, "direct_it_deletes")).createOrReplaceTempView("direct_it_dd")
+    classify = classify_sql(TABLE, "direct_it_dd", "direct_it.classified", None, soft=False)
+    spark.sql(classify).createOrReplaceTempView("direct_it_cl")
+    actions = {r[0]: r[1] for r in spark.sql("SELECT id, _cdc_action FROM direct_it_cl").collect()}
+    assert actions == {1: "delete", 2: "update", 4: "insert", 7: "absent", 8: "absent"}
+    effective = "SELECT * FROM direct_it_cl WHERE _cdc_action IN ('insert', 'update', 'delete')"
+    spark.sql(effective).createOrReplaceTempView("direct_it_eff")
+    spark.sql(merge_sql(TABLE, "direct_it.classified", "direct_it_eff", soft=False))
+    spark.sql(tombstone_merge_sql(TABLE, "direct_it.classified_tomb", "direct_it_cl"))
+    assert _rows(spark, "direct_it.direct") == _rows(spark, "direct_it.classified")
+    assert [r[0] for r in _rows(spark, "direct_it.direct")] == [2, 3, 4]
+    direct_tomb = _tombstones(spark, "direct_it.direct_tomb")
+    assert direct_tomb == _tombstones(spark, "direct_it.classified_tomb")
+    assert [(i, p[2]) for i, p in direct_tomb] == [(1, 92), (7, 94), (8, 96)]

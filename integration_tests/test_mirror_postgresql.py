@@ -183,32 +183,39 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
 def test_a_batch_newer_than_the_table_goes_without_a_classification(
     pg: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Inserts and updates newer than every stored position: MERGEd straight (``direct``),
-    counted from the commit (a batch run again is older than the table's high-water mark:
-    ``test_lost_checkpoint_resumes_from_the_offsets_the_table_records``)."""
+    """Inserts, updates and deletes newer than every stored position: MERGEd straight
+    (``direct``), counted from the commits, and each deleted key entombed, a key deleted
+    before it was ever stored too (a batch run again is older than the table's high-water
+    mark: ``test_lost_checkpoint_resumes_from_the_offsets_the_table_records``)."""
     sc.settle(pg)
     pg.mirror()
     table, w = pg.source.table, pg.workload
-    new, stored = w.next_id, w.ids[:2]
+    new, stored, gone = w.next_id, w.ids[:2], w.ids[2]
     with services.pg_connect() as conn:
-        for i in range(3):
+        for i in range(4):
             conn.execute(f"INSERT INTO {table} (id, qty) VALUES (%s, 1)", (new + i,))
         for qty in (2, 3):
             conn.execute(f"UPDATE {table} SET qty = %s WHERE id = ANY(%s)", (qty, stored))
         conn.execute(f"UPDATE {table} SET qty = 4 WHERE id = %s", (new,))
-    w.ids += [new, new + 1, new + 2]
-    w.next_id = new + 3
+        conn.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", ([gone, new + 3],))
+    w.ids = [i for i in w.ids if i != gone] + [new, new + 1, new + 2]
+    w.next_id = new + 4
     sc.settle(pg)
     with caplog.at_level("INFO", logger="cdcmirror.mirror"):
         pg.mirror()
     mine = sc.batch_lines(caplog, pg.identifier)
     assert len(mine) == 1 and mine[0]["direct"], mine
     counts = {k: mine[0][k] for k in ("inserts", "updates", "deletes", "duplicates", "stale")}
-    # 8 change events on 5 keys: 3 inserted, 2 updated, 3 superseded in the batch
+    # 11 change events on 7 keys: 3 inserted, 2 updated, 1 deleted, 1 inserted and deleted
+    # (its delete deletes nothing stored: not counted), 4 superseded in the batch
     newest = pg.spark.sql(f"SELECT summary FROM {pg.identifier}.snapshots ORDER BY committed_at")
-    expected = {"inserts": 3, "updates": 2, "deletes": 0, "duplicates": 3, "stale": 0}
+    expected = {"inserts": 3, "updates": 2, "deletes": 1, "duplicates": 4, "stale": 0}
     assert counts == expected, newest.collect()[-1]
-    assert set(mine[0]["phase_seconds"]) == {"decode", "dedupe_classify", "merge"}, mine[0]
+    phases = {"decode", "dedupe_classify", "merge", "tombstones"}
+    assert set(mine[0]["phase_seconds"]) == phases, mine[0]
+    namespace, name = pg.identifier.rsplit(".", 1)
+    tombs = pg.spark.sql(f"SELECT id FROM {namespace}__cdcmirror.{name}__deleted").collect()
+    assert {gone, new + 3} <= {int(r.id) for r in tombs}, tombs
     pg.assert_same()
 
 

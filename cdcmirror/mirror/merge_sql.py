@@ -244,9 +244,27 @@ def direct_merge_sql(
     table: MirrorTable, target: str, events: str, soft: bool, bounds: Bounds | None = None
 ) -> str:
     """MERGE a batch's newest change per key (``dedupe_sql``), not classified, with the
-    position guard: a batch newer than the table's high-water mark that deletes nothing and
-    carries no unchanged-TOAST placeholder (``mirror/direct_merge.py``)."""
+    position guard: a batch newer than the table's high-water mark that carries no
+    unchanged-TOAST placeholder (``mirror/direct_merge.py``)."""
     return merge_sql(table, target, events, soft, bounds, placeholders=False, classified=False)
+
+
+def stored_deletes_sql(
+    table: MirrorTable, deduped: str, stored: str, bounds: Bounds | None = None
+) -> str:
+    """How many of a batch's newest changes per key (``dedupe_sql``) are deletes of a key
+    that ``stored`` holds at an older position: the rows a direct MERGE of them deletes.
+    The deletes are broadcast, so the stored side is one scan of its key and position
+    columns inside the batch's key range, without a shuffle (keys are unique on both sides:
+    an inner join counts each once)."""
+    n = source_length(table.dialect)
+    keys = ", ".join(q(k) for k in table.key)
+    return (
+        f"SELECT /*+ BROADCAST(d) */ count(*) AS deleted FROM {stored} r "
+        f"JOIN (SELECT {keys}, _cdc_position FROM {deduped} WHERE _cdc_op = 'd') d "
+        f"ON {_on(table, 'r', 'd')} AND {newer('d._cdc_position', 'r._cdc_position', n)} "
+        f"WHERE {range_sql('r', bounds or {})}"
+    )
 
 
 def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> str:
@@ -276,19 +294,23 @@ def tombstone_merge_sql(
     changes: str,
     bounds: Bounds | None = None,
     matched: bool = True,
+    classified: bool = True,
 ) -> str:
     """Record the position of every hard-deleted key (also keys deleted before they landed).
     ``matched`` False: none of those keys had a tombstone when the batch was classified
-    (``_cdc_entombed``), so the new ones are appended (an anti join, no outer join)."""
+    (``_cdc_entombed``), so the new ones are appended (an anti join, no outer join).
+    ``classified`` False: ``changes`` are a direct batch's newest changes per key
+    (``direct_merge_sql``), whose every delete is recorded."""
     n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
+    deleted = "_cdc_action IN ('delete', 'absent')" if classified else "_cdc_op = 'd'"
     update = (
         f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
         "THEN UPDATE SET _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts "
     )
     return (
         f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position, _cdc_source_ts "
-        f"FROM {changes} WHERE _cdc_action IN ('delete', 'absent')) s ON {_on(table, 't', 's')} "
+        f"FROM {changes} WHERE {deleted}) s ON {_on(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
         f"{update if matched else ''}WHEN NOT MATCHED THEN INSERT *"
     )

@@ -12,12 +12,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs, read_aggregate
-from cdcmirror.mirror.direct_merge import goes_direct
+from cdcmirror.mirror.direct_merge import counted, goes_direct
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.mirror.high_water import HIGH_WATER, Mark, raised, summary
 from cdcmirror.mirror.key_change import (
@@ -50,7 +49,7 @@ from cdcmirror.mirror.toast_chain import unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
-from cdcmirror.spark.direct_apply import apply_direct, batch_mark
+from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, batch_mark, entomb_direct
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.kept import keep, let_go
 from cdcmirror.spark.snapshot_guard import (
@@ -201,8 +200,8 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
     tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     read, mark = _marked_read(tb, agg, tombstones)  # classified on it, MERGEd unguarded
-    if goes_direct(agg.asDict(), read.rows, mark) and merge_on_read(spark, target):
-        _apply_direct(tb, applied, agg, bounds)
+    if goes_direct(agg.asDict(), read.rows, tb.soft, mark) and merge_on_read(spark, target):
+        _apply_direct(tb, applied, agg, bounds, read, tombstones)
         return dead
     with stats.phase("dedupe_classify"):
         # an empty tombstone table is not joined (only this job writes it): no key entombed
@@ -244,19 +243,28 @@ def _marked_read(tb: TableBatch, agg: Any, tombstones: str | None) -> tuple[Read
     commit of the batch from now on records the mark raised to the batch's newest change."""
     with tb.stats.phase("dedupe_classify"):
         read = current_snapshot(tb.spark, tb.target)
-        mark = batch_mark(tb.spark, tb.table, tb.target, tombstones, read, agg.asDict())
+        args = (tb.spark, tb.table, tb.target, tombstones, read, agg.asDict(), tb.soft)
+        mark = batch_mark(*args)
         tb.props = {**tb.props, **summary(raised(mark, agg.newest_position))}
     return read, mark
 
 
-def _apply_direct(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds) -> None:
-    """MERGE a batch that needs no classification (``mirror/direct_merge.py``)."""
+def _apply_direct(
+    tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, read: Read, tombstones: str | None
+) -> None:
+    """MERGE a batch that needs no classification (``mirror/direct_merge.py``), and record
+    its deletes' tombstones after it (a crash in between: see ``_apply_keyed``)."""
     stats = tb.stats
+    direct = DirectBatch(tb.spark, tb.table, tb.target, tb.view, bounds, tb.commit, tb.props)
+    deletes = bool(agg.deletes)
     with stats.phase("merge"):
-        commit = partial(tb.commit, data=True)
-        args = (tb.spark, tb.table, tb.target, tb.view, tb.soft, applied, bounds, commit)
-        counts = apply_direct(*args, tb.props, agg.applied)
-    stats.inserts, stats.updates, stats.duplicates = counts
+        summary, deleted = apply_direct(direct, applied, agg.applied, tb.soft, read, deletes)
+    entombed = 0
+    if deletes and tombstones:
+        with stats.phase("tombstones"):
+            entombed = entomb_direct(direct, tombstones)
+    counts = counted(summary, agg.applied, deleted, entombed)
+    stats.inserts, stats.updates, stats.duplicates, stats.deletes = counts
     stats.direct = True
 
 
