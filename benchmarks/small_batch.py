@@ -18,12 +18,15 @@ the provisioned PostgreSQL and the stack (`make provision stack-up`).
 
 ``--idle=N``: N more tables of one row each mirrored by the same job and never written after
 their snapshot (issue 17: a batch of 100 events ≤ 1.5 s with 100 idle tables and one busy).
+``--mixed``: each round's transaction updates 60 % of its B rows, deletes 20 % and inserts
+20 % new ones (the plain MERGE then deletes, updates and inserts as many).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -41,7 +44,7 @@ COLUMNS = "id bigint PRIMARY KEY, a integer, c text, e timestamptz"
 FILL = "SELECT i, 0, md5(i::text), now() FROM generate_series(1, {n}) i"
 
 
-def main(rounds: int, size: int, idle: int = 0) -> None:
+def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
     schema = services.unique("benchs")
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -77,23 +80,27 @@ def main(rounds: int, size: int, idle: int = 0) -> None:
             config, "1 seconds", {"CDCMIRROR_LOG_LEVEL": "INFO"}, keep_log=work / "job.log"
         )
         try:
-            batches = _rounds(job, schema, rounds, size, 1 + idle)
+            batches = _rounds(job, schema, rounds, size, 1 + idle, mixed)
         finally:
             job.stop()
         # twice as many rounds, the second half counted: a fresh JVM warms up over ~10
-        plain = _plain_merges(config, f"{schema}_mirror.items", 2 * rounds, size)[rounds:]
+        identifier = f"{schema}_mirror.items"
+        plain = _plain_merges(config, identifier, 2 * rounds, size, mixed)[rounds:]
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
     # the first batches run while the JVM compiles its hot code: left out when there are many
     warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
-    _report(warm, "warm", size, statistics.median(plain), idle)
+    _report(warm, "warm", size, statistics.median(plain), idle, mixed)
     if len(batches) >= 12:  # the JVM still gets faster for tens of batches
         steady = batches[-(len(batches) // 3) :]
-        _report(steady, "last", size, statistics.median(plain), idle)
+        _report(steady, "last", size, statistics.median(plain), idle, mixed)
 
 
-def _plain_merges(config_path: Path, identifier: str, rounds: int, size: int) -> list[float]:
-    """Seconds of each plain MERGE of ``size`` rows into a copy of the mirrored table."""
+def _plain_merges(
+    config_path: Path, identifier: str, rounds: int, size: int, mixed: bool
+) -> list[float]:
+    """Seconds of each plain MERGE of ``size`` rows into a copy of the mirrored table
+    (``mixed``: a fifth of them deletes of stored rows, a fifth inserts of new ones)."""
     from cdcmirror.config import load_config
     from cdcmirror.spark.session import build_spark_session
 
@@ -104,14 +111,19 @@ def _plain_merges(config_path: Path, identifier: str, rounds: int, size: int) ->
         seconds = []
         for r in range(rounds):
             start = 1 + (r * size) % (ROWS - size)
+            fifth = size // 5 if mixed else 0
+            new = 10 * ROWS + r * size  # beyond every stored key
             spark.range(start, start + size).selectExpr(
-                "id", f"CAST({r + 100} AS INT) AS a"
+                f"IF(id >= {start + size - fifth}, id - {start} + {new}, id) AS id",
+                f"CAST({r + 100} AS INT) AS a",
+                f"id >= {start + size - 2 * fifth} AND id < {start + size - fifth} AS d",
             ).createOrReplaceTempView("_plain_changes")
             began = time.monotonic()
             spark.sql(
                 f"MERGE INTO {copy} t USING _plain_changes s ON t.id = s.id "
+                "WHEN MATCHED AND s.d THEN DELETE "
                 "WHEN MATCHED THEN UPDATE SET a = s.a "
-                "WHEN NOT MATCHED THEN INSERT (id, a) VALUES (s.id, s.a)"
+                "WHEN NOT MATCHED AND NOT s.d THEN INSERT (id, a) VALUES (s.id, s.a)"
             )
             seconds.append(time.monotonic() - began)
             print(f"plain MERGE {r}: {seconds[-1]:.2f}s", flush=True)
@@ -121,9 +133,12 @@ def _plain_merges(config_path: Path, identifier: str, rounds: int, size: int) ->
 
 
 def _rounds(
-    job: MirrorJob, schema: str, rounds: int, size: int, tables: int
+    job: MirrorJob, schema: str, rounds: int, size: int, tables: int, mixed: bool = False
 ) -> list[dict[str, Any]]:
     """Each round's batch line, with the batch's seconds as ``batch_seconds``."""
+    live = list(range(1, ROWS + 1))
+    rnd = random.Random(20261204)
+    next_id = ROWS + 1
     _wait_for_lines(job, tables, 300 + 5 * tables)  # each table's snapshot
     time.sleep(5)  # a snapshot read in more than one batch: its lines all counted
     snapshot = len(_batch_lines(job.log.read_text(errors="replace")))
@@ -131,10 +146,30 @@ def _rounds(
     for r in range(rounds):
         start = 1 + (r * size) % (ROWS - size)
         with services.pg_connect() as conn:
-            conn.execute(
-                f"UPDATE {schema}.items SET a = {r + 1} "
-                f"WHERE id BETWEEN {start} AND {start + size - 1}"
-            )
+            if not mixed:
+                conn.execute(
+                    f"UPDATE {schema}.items SET a = {r + 1} "
+                    f"WHERE id BETWEEN {start} AND {start + size - 1}"
+                )
+            else:  # 60 % updates, 20 % deletes, 20 % inserts, in one transaction
+                fifth = size // 5
+                picked = rnd.sample(range(len(live)), size - fifth)
+                gone = {live[i] for i in picked[:fifth]}
+                changed = [live[i] for i in picked[fifth:]]
+                live = [i for i in live if i not in gone]
+                added = list(range(next_id, next_id + fifth))
+                next_id += fifth
+                live += added
+                with conn.transaction():
+                    conn.execute(
+                        f"UPDATE {schema}.items SET a = {r + 1} WHERE id = ANY(%s)", (changed,)
+                    )
+                    conn.execute(f"DELETE FROM {schema}.items WHERE id = ANY(%s)", (list(gone),))
+                    conn.execute(
+                        f"INSERT INTO {schema}.items SELECT i, {r + 1}, md5(i::text), now() "
+                        "FROM unnest(%s::bigint[]) i",
+                        (added,),
+                    )
         lines = _wait_for_lines(job, snapshot + r + 1)
         out.append(lines[-1])
         print(f"round {r}: {json.dumps(lines[-1])}", flush=True)
@@ -167,7 +202,9 @@ def _batch_lines(log: str) -> list[dict[str, Any]]:
     return [{**s, "batch_seconds": seconds[s["batch"]]} for s in stats if s["batch"] in seconds]
 
 
-def _report(batches: list[dict[str, Any]], label: str, size: int, plain: float, idle: int) -> None:
+def _report(
+    batches: list[dict[str, Any]], label: str, size: int, plain: float, idle: int, mixed: bool
+) -> None:
     def median(f: Any) -> float:
         return float(statistics.median(f(b) for b in batches))
 
@@ -179,7 +216,7 @@ def _report(batches: list[dict[str, Any]], label: str, size: int, plain: float, 
     table = median(lambda b: b["table_seconds"])
     jobs = median(lambda b: b["spark_jobs"])
     print(
-        f"a batch of {size} updates into {ROWS:,} rows"
+        f"a batch of {size} {'mixed changes' if mixed else 'updates'} into {ROWS:,} rows"
         + (f" beside {idle} idle tables" if idle else "")
         + f", median of {len(batches)} {label} "
         f"batches: {total:.2f}s (the table's work {table:.2f}s: {parts}); {jobs:.0f} Spark jobs"
@@ -191,11 +228,12 @@ def _report(batches: list[dict[str, Any]], label: str, size: int, plain: float, 
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--idle")]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     idle = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--idle=")]
     with services.forgetting_made():
         main(
             int(args[0]) if args else 40,
             int(args[1]) if len(args) > 1 else 100,
             idle[0] if idle else 0,
+            "--mixed" in sys.argv[1:],
         )

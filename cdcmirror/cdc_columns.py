@@ -107,3 +107,9 @@ DELETED = IcebergColumn(
     "_cdc_deleted", "boolean", doc="true when the row was deleted at the source (soft deletes)"
 )
 CDC_COLUMNS = (OP, POSITION, SOURCE_TS, DELETED)
+
+
+FIRST_OP = f"{PREFIX}first_op"
+"""A deduplicated change's key's first event's operation in the batch: whether the key
+was stored before it (``u``, ``d``) or not (``c``), as the source saw it
+(``mirror/direct_merge.py``)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.mirror.direct_merge import COUNTED_KEYS, Counts, counted
+from cdcmirror.mirror.direct_merge import COUNTED_KEYS, Counts, counted, inferred_deletes
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, direct_merge_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
@@ -145,7 +145,14 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     """The deletes of a direct batch: the stored ones counted before the MERGE, every one
     entombed after it (a key never stored too), the counts the classification's."""
     from cdcmirror.mirror.merge_sql import tombstone_merge_sql
-    from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, entomb_direct
+    from cdcmirror.spark.direct_apply import (
+        DirectBatch,
+        dedupe_direct,
+        entomb_direct,
+        merge_direct,
+        observed_keys,
+        stored_deletes,
+    )
     from cdcmirror.spark.snapshot_guard import current_snapshot
 
     spark = spark_world.spark
@@ -165,7 +172,14 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     batch = spark.table("direct_it_deletes")
     read = current_snapshot(spark, "direct_it.direct")
     d = DirectBatch(spark, TABLE, "direct_it.direct", "direct_it_d", {}, commit, props)
-    summary, deleted = apply_direct(d, batch, 7, False, read, deletes=True)
+    seen = dedupe_direct(d, batch)
+    summary = merge_direct(d, soft=False)
+    keys = observed_keys(seen)
+    # key 7's first event is a delete, yet no row of it is stored: the keys' counts say 2
+    # deletes of stored rows, the commit's positions 1; so they are counted on the snapshot
+    assert keys == {"keys": 5, "deletes": 3, "updates": 1, "stored_deletes": 2, "unsure": 0}
+    assert inferred_deletes(keys, summary) is None
+    deleted = stored_deletes(d, read)
     entombed = entomb_direct(d, "direct_it.direct_tomb")
     assert (deleted, entombed) == (1, 3)
     assert counted(summary, 7, deleted, entombed) == Counts(1, 1, 2, 1)
@@ -184,3 +198,52 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     direct_tomb = _tombstones(spark, "direct_it.direct_tomb")
     assert direct_tomb == _tombstones(spark, "direct_it.classified_tomb")
     assert [(i, p[2]) for i, p in direct_tomb] == [(1, 92), (7, 94), (8, 96)]
+
+
+def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
+    spark_world: SparkWorld,
+) -> None:
+    """Without a key whose first event misleads, the keys' counts taken on the MERGE's own
+    job agree with its commit and give the deletes of stored rows that the count against the
+    stored rows gives; a snapshot read among the changes leaves them unknown."""
+    from cdcmirror.spark.direct_apply import (
+        DirectBatch,
+        dedupe_direct,
+        merge_direct,
+        observed_keys,
+        stored_deletes,
+    )
+    from cdcmirror.spark.snapshot_guard import current_snapshot
+
+    spark = spark_world.spark
+    target = "direct_it.told"
+    spark.sql(DELETES).where("id <> 7").createOrReplaceTempView("direct_it_told")
+    _table(spark, target)
+    _store(spark, target, STORED)
+    props = {QUERY_ID: "q", BATCH_ID: "3"}
+
+    def commit(sql: str, data: bool) -> None:
+        with_commit_props(spark, props, lambda: spark.sql(sql))
+
+    read = current_snapshot(spark, target)
+    d = DirectBatch(spark, TABLE, target, "direct_it_t", {}, commit, props)
+    seen = dedupe_direct(d, spark.table("direct_it_told"))
+    summary = merge_direct(d, soft=False)
+    keys = observed_keys(seen)
+    assert keys == {"keys": 4, "deletes": 2, "updates": 1, "stored_deletes": 1, "unsure": 0}
+    assert inferred_deletes(keys, summary) == stored_deletes(d, read) == 1
+    assert counted(summary, 6, 1, 2) == Counts(inserts=1, updates=1, duplicates=2, deletes=1)
+    assert [r[0] for r in _rows(spark, target)] == [2, 3, 4]
+
+    snapshot_read = "(5L, 'five', 'r', array(1L, 1L, 98L, 0L, 0L, 14L), current_timestamp(), 0, "
+    snapshot_read += "14L)"
+    columns = DELETES.rsplit(" AS s", 1)[1]
+    spark.sql(f"SELECT * FROM VALUES {snapshot_read} AS s{columns}").createOrReplaceTempView(
+        "direct_it_read"
+    )
+    d = DirectBatch(spark, TABLE, target, "direct_it_r", {}, commit, {**props, BATCH_ID: "4"})
+    seen = dedupe_direct(d, spark.table("direct_it_read"))
+    summary = merge_direct(d, soft=False)
+    keys = observed_keys(seen)
+    assert keys is not None and keys["unsure"] == 1
+    assert inferred_deletes(keys, summary) is None

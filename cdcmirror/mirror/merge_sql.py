@@ -12,7 +12,7 @@ arriving later (a replay) is then recognised as stale instead of resurrecting th
 
 from __future__ import annotations
 
-from cdcmirror.cdc_columns import placeholder_flag
+from cdcmirror.cdc_columns import FIRST_OP, placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
@@ -35,8 +35,9 @@ def _row_names(table: MirrorTable) -> list[str]:
 _DEDUPED_CDC = ("_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_partition", "_cdc_offset")
 
 
-def dedupe_sql(table: MirrorTable, events: str) -> str:
-    """The newest event per key. An unchanged-TOAST value is filled from the newest earlier
+def dedupe_sql(table: MirrorTable, events: str, first_op: bool = False) -> str:
+    """The newest event per key (``first_op``: with its key's first operation in the batch,
+    ``cdc_columns.FIRST_OP``). An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
     key came after that event (or there is none), ``_cdc_ok_*`` / ``_cdc_okpos`` name the old key
     and the create's position for ``toast_chain.py``; else the stored value is kept.
@@ -59,6 +60,8 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
             f", max_by(named_struct({fields}, 'p', _cdc_position), "
             f"IF({q(old[0])} IS NULL, NULL, _cdc_position)) OVER {per_key} AS _cdc_kc"
         )
+    if first_op:
+        fills += f", min_by(_cdc_op, _cdc_position) OVER {per_key} AS {FIRST_OP}"
     used = [*table.names, *(placeholder_flag(c) for c in toast), *old, *_DEDUPED_CDC]
     newest = f"row_number() OVER ({partition} ORDER BY _cdc_position DESC) AS _cdc_rn"
     numbered = f"SELECT {', '.join(q(c) for c in used)}, {newest}{fills} FROM {events}"
@@ -72,6 +75,8 @@ def dedupe_sql(table: MirrorTable, events: str) -> str:
     if old:
         cols.append("_cdc_kc.p AS _cdc_okpos")
     cols += [f"n.{c}" for c in _DEDUPED_CDC]
+    if first_op:
+        cols.append(f"n.{FIRST_OP}")
     return f"SELECT {', '.join(cols)} FROM ({numbered}) AS n WHERE n._cdc_rn = 1"
 
 

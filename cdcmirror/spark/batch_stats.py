@@ -13,7 +13,8 @@ PHASES = ("decode", "truncate", "dedupe_classify", "counts", "merge", "tombstone
 """The phases of applying one table's batch, in order, as ``phase_seconds`` names them:
 ``decode`` (the JSON/Avro decode and one aggregate over it: counts, bounds, truncates),
 ``dedupe_classify`` (newest event per key, joined with the stored positions), ``counts``
-(the classified actions counted), ``merge`` (the MERGE into the table, with its commit),
+(the classified actions counted; in a batch MERGEd without a classification, its deletes of
+stored rows), ``merge`` (the MERGE into the table, with its commit),
 ``tombstones`` (the MERGE into the tombstone table)."""
 
 

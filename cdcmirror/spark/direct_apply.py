@@ -1,15 +1,26 @@
 """A keyed table's batch MERGEd without a classification (``mirror/direct_merge.py``): the
-table's high-water mark read or scanned, the batch's deletes of stored keys counted, its
-newest change per key MERGEd with the position guard, its deletes entombed, the actions
-counted from the commits' summaries."""
+table's high-water mark read or scanned, the batch's newest change per key MERGEd with the
+position guard (its keys counted on the MERGE's own job), its deletes entombed, the actions
+counted from the commits' summaries, the deletes of stored rows told by the keys' first
+events or, when the commit disagrees, counted against the snapshot the batch read."""
 
 from __future__ import annotations
 
+import json
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdcmirror.mirror.direct_merge import COUNTED_KEYS, DIRECT_ROWS, could_go_direct
+from cdcmirror.mirror.direct_merge import (
+    COUNTED_KEYS,
+    DIRECT_ROWS,
+    KEY_COUNTS,
+    could_go_direct,
+    counted,
+    inferred_deletes,
+)
 from cdcmirror.mirror.high_water import Mark, highest
 from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
 from cdcmirror.mirror.key_range import Bounds
@@ -21,6 +32,7 @@ from cdcmirror.mirror.merge_sql import (
 )
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.snapshot_guard import (
     Read,
     batch_commit_summary,
@@ -59,6 +71,9 @@ def batch_mark(
     return highest(scans)
 
 
+OBSERVED_WAIT = 10.0  # seconds, at most, for a MERGE's source counts after it ran
+
+
 @dataclass(frozen=True)
 class DirectBatch:
     """A table's batch that goes without a classification, and how it commits."""
@@ -72,28 +87,58 @@ class DirectBatch:
     props: Mapping[str, str]  # what its commits' snapshots carry
 
 
-def apply_direct(
-    d: DirectBatch, applied: Any, changes: int, soft: bool, read: Read, deletes: bool
-) -> tuple[Mapping[str, str], int]:
-    """MERGE the batch's ``applied`` events (``changes`` of them) into ``d.target``, the
-    newest per key, through ``d.commit`` (the batch's data commit); the summary of its
-    commit, and how many of its deletes (``deletes``: it has some) deleted a stored row,
-    counted on snapshot ``read`` before the MERGE. Views: ``<view>_events``,
-    ``<view>_deduped`` (``_decoded`` for tables whose key changes apply at their create)."""
+def dedupe_direct(d: DirectBatch, applied: Any) -> Any:
+    """The batch's ``applied`` events, the newest per key, as the view ``<view>_deduped``
+    (from ``<view>_events``; ``_decoded`` for tables whose key changes apply at their
+    create), and as ``<view>_source``, the MERGE's, which counts its keys
+    (``direct_merge.KEY_COUNTS``) on the MERGE's own job; the observation of those counts."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     spark, table, view = d.spark, d.table, d.view
     events = applied
     if applies_at_create(table):  # the delete halves of key changes are not applied
         applied.createOrReplaceTempView(view + "_decoded")
         events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
     events.createOrReplaceTempView(view + "_events")
-    spark.sql(dedupe_sql(table, view + "_events")).createOrReplaceTempView(view + "_deduped")
-    deleted = 0
-    if deletes and read.id is not None:
-        stored = as_of(d.target, read.id)
-        sql = stored_deletes_sql(table, view + "_deduped", stored, d.bounds)
-        deleted = int(spark.sql(sql).head()[0])
-    d.commit(direct_merge_sql(table, d.target, view + "_deduped", soft, d.bounds), True)
-    return batch_commit_summary(spark, d.target, d.props, COUNTED_KEYS), deleted
+    deduped = spark.sql(dedupe_sql(table, view + "_events", first_op=True))
+    deduped.createOrReplaceTempView(view + "_deduped")
+    seen = Observation(f"cdcmirror_direct_{uuid.uuid4().hex}")
+    counts = f"to_json(struct({', '.join(KEY_COUNTS)})) AS v"
+    deduped.observe(seen, F.expr(counts)).createOrReplaceTempView(view + "_source")
+    return seen
+
+
+def observed_keys(seen: Any, wait: float = OBSERVED_WAIT) -> dict[str, int] | None:
+    """The key counts ``dedupe_direct`` observed on the MERGE's source, once the MERGE ran;
+    None when they have not come within ``wait`` seconds (Spark hands them over as its query
+    ends: an observation that never ran is never fulfilled, and ``Observation.get`` would
+    wait for ever)."""
+    future = seen._jo.future()
+    deadline = time.monotonic() + wait
+    while not future.isCompleted():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+    values: dict[str, int] = json.loads(seen.get["v"])
+    return values
+
+
+def stored_deletes(d: DirectBatch, read: Read) -> int:
+    """How many of the deduplicated batch's deletes delete a row that snapshot ``read`` of
+    ``d.target`` holds (``merge_sql.stored_deletes_sql``), counted before the MERGE."""
+    if read.id is None:
+        return 0
+    sql = stored_deletes_sql(d.table, d.view + "_deduped", as_of(d.target, read.id), d.bounds)
+    return int(d.spark.sql(sql).head()[0])
+
+
+def merge_direct(d: DirectBatch, soft: bool) -> Mapping[str, str]:
+    """MERGE the deduplicated batch into ``d.target`` through ``d.commit`` (the batch's data
+    commit); the entries of its commit's summary that ``direct_merge.counted`` reads."""
+    sql = direct_merge_sql(d.table, d.target, d.view + "_source", soft, d.bounds)
+    d.commit(sql, True)
+    return batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)
 
 
 def entomb_direct(d: DirectBatch, tombstones: str) -> int:
@@ -107,3 +152,33 @@ def entomb_direct(d: DirectBatch, tombstones: str) -> int:
     d.commit(sql, False)
     done = batch_commit_summary(d.spark, tombstones, d.props, ("added-records",))
     return int(done.get("added-records", 0))
+
+
+def apply_direct(
+    d: DirectBatch,
+    applied: Any,
+    agg: Any,
+    read: Read,
+    tombstones: str | None,
+    soft: bool,
+    stats: TableStats,
+) -> None:
+    """MERGE the batch's ``applied`` events (``agg``: their aggregate) into ``d.target``,
+    which snapshot ``read`` held before, and record its deletes' tombstones after it (a crash
+    in between: the batch runs again, classified, and records them); its counts, phases and
+    ``direct`` into ``stats``."""
+    deletes = bool(agg.deletes)
+    seen = dedupe_direct(d, applied)
+    with stats.phase("merge"):
+        summary = merge_direct(d, soft)
+    deleted = inferred_deletes(observed_keys(seen), summary) if deletes else 0
+    if deleted is None:  # the batch's first events and its commit disagree: counted
+        with stats.phase("counts"):
+            deleted = stored_deletes(d, read)
+    entombed = 0
+    if deletes and tombstones:
+        with stats.phase("tombstones"):
+            entombed = entomb_direct(d, tombstones)
+    counts = counted(summary, agg.applied, deleted, entombed)
+    stats.inserts, stats.updates, stats.duplicates, stats.deletes = counts
+    stats.direct = True

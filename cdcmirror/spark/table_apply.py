@@ -16,7 +16,7 @@ from typing import Any
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs, read_aggregate
-from cdcmirror.mirror.direct_merge import counted, goes_direct
+from cdcmirror.mirror.direct_merge import goes_direct
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.mirror.high_water import HIGH_WATER, Mark, raised, summary
 from cdcmirror.mirror.key_change import (
@@ -49,7 +49,7 @@ from cdcmirror.mirror.toast_chain import unknown_sql
 from cdcmirror.spark import commits
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
-from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, batch_mark, entomb_direct
+from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, batch_mark
 from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.kept import keep, let_go
 from cdcmirror.spark.snapshot_guard import (
@@ -72,7 +72,7 @@ class NewSchemas(Exception):
 
 logger = logging.getLogger("cdcmirror.mirror")
 
-VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_changes", "_effective")
+VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_source", "_changes", "_effective")
 
 
 @dataclass
@@ -252,20 +252,9 @@ def _marked_read(tb: TableBatch, agg: Any, tombstones: str | None) -> tuple[Read
 def _apply_direct(
     tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, read: Read, tombstones: str | None
 ) -> None:
-    """MERGE a batch that needs no classification (``mirror/direct_merge.py``), and record
-    its deletes' tombstones after it (a crash in between: see ``_apply_keyed``)."""
-    stats = tb.stats
+    """MERGE a batch that needs no classification (``spark/direct_apply.py``)."""
     direct = DirectBatch(tb.spark, tb.table, tb.target, tb.view, bounds, tb.commit, tb.props)
-    deletes = bool(agg.deletes)
-    with stats.phase("merge"):
-        summary, deleted = apply_direct(direct, applied, agg.applied, tb.soft, read, deletes)
-    entombed = 0
-    if deletes and tombstones:
-        with stats.phase("tombstones"):
-            entombed = entomb_direct(direct, tombstones)
-    counts = counted(summary, agg.applied, deleted, entombed)
-    stats.inserts, stats.updates, stats.duplicates, stats.deletes = counts
-    stats.direct = True
+    apply_direct(direct, applied, agg, read, tombstones, tb.soft, tb.stats)
 
 
 def _after_foreign(tb: TableBatch, read: int | None, sql: str) -> None:
