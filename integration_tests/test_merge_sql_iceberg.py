@@ -420,11 +420,11 @@ def test_an_insert_only_merge_ends_as_the_guarded_one(
     assert names[8] == ("f8" if between == "foreign" else "b8")
 
 
-def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: SparkWorld) -> None:
-    """``_cdc_entombed`` marks the deleted keys that have a tombstone; a batch with none such
-    records its tombstones without a MATCHED branch (an anti join and an append), one with
-    such a key moves that tombstone to the newer position."""
-    from cdcmirror.mirror.merge_sql import classify_sql, tombstone_merge_sql
+def test_tombstones_are_appended_and_a_key_s_newest_counts(spark_world: SparkWorld) -> None:
+    """The deletes a batch records are appended to the tombstones (no MERGE: no read of
+    them), a key deleted again gets a second row, and the classification takes the newest of
+    a key's tombstones: a replay older than it is stale, a change newer is not."""
+    from cdcmirror.mirror.merge_sql import classify_sql, tombstone_append_sql
 
     spark = spark_world.spark
     target, tombstones = "merge_it.entombed", "merge_it.entombed_deleted"
@@ -435,25 +435,39 @@ def test_tombstones_are_appended_unless_a_deleted_key_had_one(spark_world: Spark
         "current_timestamp(), false FROM range(1, 3)"
     )
     spark.sql(f"INSERT INTO {tombstones} VALUES (2, array(1, 1, 10, 0, 0, 2), current_timestamp())")
-    rows = ", ".join(
-        f"({i}, NULL, 'd', array(1, 1, 30, 0, 0, {i}), current_timestamp())" for i in (1, 2, 9)
-    )
-    spark.sql(
-        f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
-    ).createOrReplaceTempView("merge_it_deletes")
-    classified = spark.sql(classify_sql(TABLE, "merge_it_deletes", target, tombstones, False))
-    got = {r.id: (r._cdc_action, r._cdc_entombed) for r in classified.collect()}
-    assert got == {1: ("delete", False), 2: ("delete", True), 9: ("absent", False)}
-    classified.where("id <> 2").createOrReplaceTempView("merge_it_not_entombed")
-    appended = tombstone_merge_sql(TABLE, tombstones, "merge_it_not_entombed", matched=False)
+
+    def batch(view: str, at: int, ops: dict[int, str]) -> Any:
+        rows = ", ".join(
+            f"({i}, 'b', '{op}', array(1, 1, {at}, 0, 0, {i}), current_timestamp())"
+            for i, op in ops.items()
+        )
+        spark.sql(
+            f"SELECT * FROM VALUES {rows} AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
+        ).createOrReplaceTempView(view)
+        return spark.sql(classify_sql(TABLE, view, target, tombstones, False))
+
+    classified = batch("merge_it_deletes", 30, {1: "d", 2: "d", 9: "d"})
+    assert {r.id: r._cdc_action for r in classified.collect()} == {
+        1: "delete",
+        2: "delete",
+        9: "absent",
+    }
+    # kept, as the applier keeps its classified changes: the append's plan is its own
+    classified.localCheckpoint(eager=True).createOrReplaceTempView("merge_it_classified")
+    appended = tombstone_append_sql(TABLE, tombstones, "merge_it_classified")
     plan = spark.sql(f"EXPLAIN {appended}").first()[0]
-    assert "AppendData" in plan and "LeftAnti" in plan and "WriteDelta" not in plan, plan
+    assert "AppendData" in plan and "Join" not in plan and "WriteDelta" not in plan, plan
     spark.sql(appended)
-    classified.where("id = 2").createOrReplaceTempView("merge_it_entombed")
-    spark.sql(tombstone_merge_sql(TABLE, tombstones, "merge_it_entombed"))
-    stored = spark.sql(f"SELECT id, _cdc_position FROM {tombstones} ORDER BY id").collect()
-    assert [(r.id, list(r._cdc_position)) for r in stored] == [
-        (1, [1, 1, 30, 0, 0, 1]),
-        (2, [1, 1, 30, 0, 0, 2]),
-        (9, [1, 1, 30, 0, 0, 9]),
+    stored = spark.sql(f"SELECT id, _cdc_position FROM {tombstones} ORDER BY id, _cdc_position")
+    assert [(r.id, r._cdc_position[2]) for r in stored.collect()] == [
+        (1, 30),
+        (2, 10),
+        (2, 30),
+        (9, 30),
     ]
+    spark.sql(f"DELETE FROM {target} WHERE id IN (1, 2)")  # as the batch's MERGE does
+    # key 2's tombstones at 10 and 30: a create at 20 is a replay (stale), one at 40 is not
+    replay = batch("merge_it_replay", 20, {2: "c", 9: "c"})
+    assert {r.id: r._cdc_action for r in replay.collect()} == {2: "stale", 9: "stale"}
+    later = batch("merge_it_later", 40, {2: "c"})
+    assert [(r._cdc_action, r._cdc_stored_position[2]) for r in later.collect()] == [("insert", 30)]

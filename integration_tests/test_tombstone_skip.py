@@ -24,12 +24,8 @@ BATCH = (  # deduplicated events: 1 and 2 stored older, 3 never stored
 
 def _actions(spark: Any, tombstones: str | None) -> list[tuple[Any, ...]]:
     sql = classify_sql(TABLE, "tomb_it_batch", "merge_it.tomb_items", tombstones, soft=False)
-    rows = (
-        spark.sql(sql)
-        .select("id", "_cdc_action", "_cdc_entombed", "_cdc_stored_position")
-        .collect()
-    )
-    return sorted((r[0], r[1], r[2], None if r[3] is None else list(r[3])) for r in rows)
+    rows = spark.sql(sql).select("id", "_cdc_action", "_cdc_stored_position").collect()
+    return sorted((r[0], r[1], None if r[2] is None else list(r[2])) for r in rows)
 
 
 def test_an_empty_tombstone_table_is_not_joined(spark_world: SparkWorld) -> None:
@@ -46,18 +42,14 @@ def test_an_empty_tombstone_table_is_not_joined(spark_world: SparkWorld) -> None
     assert not holds_rows(spark, tombstones)  # made, no snapshot yet
     without = _actions(spark, None)
     assert without == _actions(spark, tombstones)
-    assert [(r[0], r[1], r[2]) for r in without] == [
-        (1, "update", False),
-        (2, "delete", False),
-        (3, "insert", False),
-    ]
+    assert [(r[0], r[1]) for r in without] == [(1, "update"), (2, "delete"), (3, "insert")]
     # key 3 deleted at a position after the batch's insert of it: the insert is stale
     spark.sql(
         f"INSERT INTO {tombstones} VALUES (3L, array(1L, 1L, 30L, 0L, 0L, 3L), current_timestamp())"
     )
     assert holds_rows(spark, tombstones)
     joined = _actions(spark, tombstones)
-    assert joined[2] == (3, "stale", True, [1, 1, 30, 0, 0, 3])
+    assert joined[2] == (3, "stale", [1, 1, 30, 0, 0, 3])
     assert joined[:2] == without[:2]
     spark.sql(f"DELETE FROM {tombstones} WHERE true")  # its snapshot counts no rows
     assert not holds_rows(spark, tombstones)

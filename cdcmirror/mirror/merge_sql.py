@@ -7,7 +7,11 @@ later Kafka offset) never replaces what it already wrote.
 
 Hard deletes leave no row to hold a position, so each deleted key's position is kept in a
 tombstone table (``<namespace>__cdcmirror.<table>__deleted``); an older event for that key
-arriving later (a replay) is then recognised as stale instead of resurrecting the row.
+arriving later (a replay) is then recognised as stale instead of resurrecting the row. The
+tombstones are appended (``tombstone_append_sql``: every delete recorded is newer than its
+key's tombstones, or it would be stale), so a key deleted again has a row per delete and the
+classification takes the newest (an append instead of a MERGE into the tombstones: 0.12 s
+against 0.44 s for a batch's 20 deletes, measured in one local Spark session).
 """
 
 from __future__ import annotations
@@ -105,10 +109,10 @@ def classify_sql(
 ) -> str:
     """Each deduplicated event with ``_cdc_action``: what it does to the stored row,
     ``_cdc_backwards``: a stale event that comes from a restarted source history
-    (``positions.went_backwards_sql``), and ``_cdc_entombed``: its key has a tombstone.
-    ``bounds``: the batch's key range (``key_range.py``), so only stored rows inside it are
-    read. ``broadcast``: the stored rows are first cut to the batch's keys by a semi join
-    with them broadcast (``_stored_sql``)."""
+    (``positions.went_backwards_sql``). ``bounds``: the batch's key range
+    (``key_range.py``), so only stored rows inside it are read. ``broadcast``: the stored
+    rows are first cut to the batch's keys by a semi join with them broadcast
+    (``_stored_sql``)."""
     n = source_length(table.dialect)
     stale_tomb = ""
     join_tomb = ""
@@ -116,9 +120,8 @@ def classify_sql(
         "s._cdc_position", "s._cdc_source_ts", "t._cdc_position", "t._cdc_source_ts", n
     )
     stored = "t._cdc_position AS _cdc_stored_position, t._cdc_source_ts AS _cdc_stored_ts"
-    entombed = "false"
     if tombstones:
-        stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast)
+        stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast, newest=True)
         join_tomb = f" LEFT JOIN {stored_tomb} tb ON {_on(table, 's', 'tb')}"
         stale_tomb = (
             "WHEN tb._cdc_position IS NOT NULL AND NOT "
@@ -131,7 +134,6 @@ def classify_sql(
             "coalesce(t._cdc_position, tb._cdc_position) AS _cdc_stored_position, "
             "coalesce(t._cdc_source_ts, tb._cdc_source_ts) AS _cdc_stored_ts"
         )
-        entombed = "tb._cdc_position IS NOT NULL"
     absent_delete = "'delete'" if soft else "'absent'"
     action = (
         f"CASE {stale_tomb}"
@@ -143,8 +145,7 @@ def classify_sql(
     return (
         "SELECT * EXCEPT (_cdc_gap), "
         "(_cdc_action = 'stale' AND coalesce(_cdc_gap, false)) AS _cdc_backwards "
-        f"FROM (SELECT s.*, {action} AS _cdc_action, ({backwards}) AS _cdc_gap, {stored}, "
-        f"{entombed} AS _cdc_entombed "
+        f"FROM (SELECT s.*, {action} AS _cdc_action, ({backwards}) AS _cdc_gap, {stored} "
         f"FROM {deduped} s "
         f"LEFT JOIN {_stored_sql(table, target, deduped, bounds, broadcast)} t "
         f"ON {_on(table, 's', 't')}"
@@ -153,21 +154,37 @@ def classify_sql(
 
 
 def _stored_sql(
-    table: MirrorTable, stored: str, deduped: str, bounds: Bounds | None, broadcast: bool
+    table: MirrorTable,
+    stored: str,
+    deduped: str,
+    bounds: Bounds | None,
+    broadcast: bool,
+    newest: bool = False,
 ) -> str:
     """The key and position columns of ``stored``'s rows inside the batch's key range.
     ``broadcast``: only the rows of the batch's keys, by a semi join with those keys
     broadcast, so the table's side is scanned and cut where it is read instead of being
-    shuffled whole to meet the batch (an outer join cannot broadcast the side it keeps)."""
-    cols = ", ".join([*(f"r.{q(k)}" for k in table.key), "r._cdc_position", "r._cdc_source_ts"])
+    shuffled whole to meet the batch (an outer join cannot broadcast the side it keeps).
+    ``newest``: ``stored`` may hold several rows of a key (the tombstones), the newest of
+    each is taken."""
+    keys = [f"r.{q(k)}" for k in table.key]
+    position = ["r._cdc_position", "r._cdc_source_ts"]
+    group = ""
+    if newest:
+        position = [
+            "max(r._cdc_position) AS _cdc_position",
+            "max_by(r._cdc_source_ts, r._cdc_position) AS _cdc_source_ts",
+        ]
+        group = f" GROUP BY {', '.join(keys)}"
+    cols = ", ".join([*keys, *position])
     within = range_sql("r", bounds or {})
     if not broadcast:
-        return f"(SELECT {cols} FROM {stored} r WHERE {within})"
-    keys = ", ".join(q(k) for k in table.key)
+        return f"(SELECT {cols} FROM {stored} r WHERE {within}{group})"
+    batch_keys = ", ".join(q(k) for k in table.key)
     return (
         f"(SELECT /*+ BROADCAST(k) */ {cols} FROM {stored} r "
-        f"LEFT SEMI JOIN (SELECT {keys} FROM {deduped}) k ON {_on(table, 'r', 'k')} "
-        f"WHERE {within})"
+        f"LEFT SEMI JOIN (SELECT {batch_keys} FROM {deduped}) k ON {_on(table, 'r', 'k')} "
+        f"WHERE {within}{group})"
     )
 
 
@@ -293,31 +310,20 @@ def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> s
     )
 
 
-def tombstone_merge_sql(
-    table: MirrorTable,
-    tombstones: str,
-    changes: str,
-    bounds: Bounds | None = None,
-    matched: bool = True,
-    classified: bool = True,
+def tombstone_append_sql(
+    table: MirrorTable, tombstones: str, changes: str, classified: bool = True
 ) -> str:
-    """Record the position of every hard-deleted key (also keys deleted before they landed).
-    ``matched`` False: none of those keys had a tombstone when the batch was classified
-    (``_cdc_entombed``), so the new ones are appended (an anti join, no outer join).
+    """Record the position of every hard-deleted key (also keys deleted before they landed):
+    appended, a row per delete (the classification takes the newest of a key). Each is newer
+    than its key's tombstones: a delete that is not is classified ``stale`` and not
+    recorded, and a batch MERGEd without a classification is newer than every tombstone.
     ``classified`` False: ``changes`` are a direct batch's newest changes per key
     (``direct_merge_sql``), whose every delete is recorded."""
-    n = source_length(table.dialect)
     keys = ", ".join(q(k) for k in table.key)
     deleted = "_cdc_action IN ('delete', 'absent')" if classified else "_cdc_op = 'd'"
-    update = (
-        f"WHEN MATCHED AND {newer('s._cdc_position', 't._cdc_position', n)} "
-        "THEN UPDATE SET _cdc_position = s._cdc_position, _cdc_source_ts = s._cdc_source_ts "
-    )
     return (
-        f"MERGE INTO {tombstones} t USING (SELECT {keys}, _cdc_position, _cdc_source_ts "
-        f"FROM {changes} WHERE {deleted}) s ON {_on(table, 't', 's')} "
-        f"AND {range_sql('t', bounds or {})} "
-        f"{update if matched else ''}WHEN NOT MATCHED THEN INSERT *"
+        f"INSERT INTO {tombstones} ({keys}, _cdc_position, _cdc_source_ts) "
+        f"SELECT {keys}, _cdc_position, _cdc_source_ts FROM {changes} WHERE {deleted}"
     )
 
 

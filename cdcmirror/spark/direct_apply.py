@@ -28,7 +28,7 @@ from cdcmirror.mirror.merge_sql import (
     dedupe_sql,
     direct_merge_sql,
     stored_deletes_sql,
-    tombstone_merge_sql,
+    tombstone_append_sql,
 )
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable
@@ -36,7 +36,6 @@ from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.snapshot_guard import (
     Read,
     batch_commit_summary,
-    holds_rows,
     recorded_mark,
     scanned_mark,
 )
@@ -141,15 +140,15 @@ def merge_direct(d: DirectBatch, soft: bool) -> Mapping[str, str]:
     return batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)
 
 
-def entomb_direct(d: DirectBatch, tombstones: str) -> int:
+def entomb_direct(d: DirectBatch, tombstones: str, deletes: int | None) -> int:
     """Record a tombstone for every delete of the direct batch (its ``<view>_deduped``,
     after its MERGE), as a classified batch does for its deletes and absent keys; how many
-    it recorded."""
-    matched = holds_rows(d.spark, tombstones)  # else appended
-    sql = tombstone_merge_sql(
-        d.table, tombstones, d.view + "_deduped", d.bounds, matched, classified=False
-    )
+    it recorded: ``deletes`` (the batch's newest changes per key that are deletes, observed
+    on its MERGE), or when not known, what its commit's summary says."""
+    sql = tombstone_append_sql(d.table, tombstones, d.view + "_deduped", classified=False)
     d.commit(sql, False)
+    if deletes is not None:
+        return deletes
     done = batch_commit_summary(d.spark, tombstones, d.props, ("added-records",))
     return int(done.get("added-records", 0))
 
@@ -171,14 +170,15 @@ def apply_direct(
     seen = dedupe_direct(d, applied)
     with stats.phase("merge"):
         summary = merge_direct(d, soft)
-    deleted = inferred_deletes(observed_keys(seen), summary) if deletes else 0
+    keys = observed_keys(seen) if deletes else None
+    deleted = inferred_deletes(keys, summary) if deletes else 0
     if deleted is None:  # the batch's first events and its commit disagree: counted
         with stats.phase("counts"):
             deleted = stored_deletes(d, read)
     entombed = 0
     if deletes and tombstones:
         with stats.phase("tombstones"):
-            entombed = entomb_direct(d, tombstones)
+            entombed = entomb_direct(d, tombstones, keys["deletes"] if keys else None)
     counts = counted(summary, agg.applied, deleted, entombed)
     stats.inserts, stats.updates, stats.duplicates, stats.deletes = counts
     stats.direct = True

@@ -32,7 +32,7 @@ from cdcmirror.mirror.merge_sql import (
     dedupe_sql,
     merge_sql,
     restore_sql,
-    tombstone_merge_sql,
+    tombstone_append_sql,
     truncate_sql,
 )
 from cdcmirror.mirror.positions import (
@@ -233,8 +233,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     # finds the row gone and records the tombstone then ("absent").
     if tombstones and (counts.get("delete", 0) or counts.get("absent", 0)):
         with stats.phase("tombstones"):
-            entombed = bool(counts["entombed"])  # else the tombstones are appended
-            tb.commit(tombstone_merge_sql(table, tombstones, view + "_changes", bounds, entombed))
+            tb.commit(tombstone_append_sql(table, tombstones, view + "_changes"))
     return dead
 
 
@@ -325,7 +324,6 @@ def _count_exprs(table: MirrorTable) -> list[Any]:
         F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
         F.expr("count_if(_cdc_backwards)").alias("backwards"),
         F.expr(f"count_if({placeholder_sql(table)})").alias("placeholders"),
-        F.expr("count_if(_cdc_entombed AND _cdc_action IN ('delete', 'absent'))").alias("entombed"),
     ]
 
 
@@ -345,4 +343,4 @@ def _count_actions(
     stats.updates = counts.get("update", 0)
     stats.deletes = counts.get("delete", 0)
     stats.stale = counts.get("stale", 0)
-    return {**counts, **{k: int(metrics[k]) for k in ("unknown", "placeholders", "entombed")}}
+    return {**counts, **{k: int(metrics[k]) for k in ("unknown", "placeholders")}}
