@@ -31,7 +31,10 @@ as not stored that was) would cancel out in the check: the batch line's split of
 never its rows, could then be off by them.
 With soft deletes (a stub row for a key never stored) such a batch is classified.
 
-A batch too big for this (``DIRECT_EVENTS``) or a table too big (``DIRECT_ROWS``, where the
+A batch of any size goes direct (100k changes into 100k rows, one run each way: updates
+7.7 s against 8.9 s classified, inserts into a warm table 6.0 against 6.7 s; the
+classification's join with the stored keys and its kept result cost more than the guard's
+read of the stored positions in the MERGE). A table too big (``DIRECT_ROWS``, where the
 classification cuts the stored rows to the batch's keys before the MERGE reads them,
 ``merge_sql.broadcasts_keys``) is classified as before.
 """
@@ -45,14 +48,14 @@ from cdcmirror.cdc_columns import FIRST_OP
 from cdcmirror.mirror.high_water import Mark, is_fresh
 from cdcmirror.mirror.merge_sql import BROADCAST_ROWS
 
-DIRECT_EVENTS = 10_000  # changes of a batch, at most
 DIRECT_ROWS = BROADCAST_ROWS  # rows of a table (its snapshot's count), below
 
 
 def could_go_direct(agg: Mapping[str, Any], stored_rows: int, soft: bool) -> bool:
     """Whether a batch (its aggregate, ``batch_aggregate.py``) into a table of
     ``stored_rows`` rows goes without a classification if it is newer than the table's
-    mark: no placeholder, no TRUNCATE, no delete with ``soft`` deletes, small enough.
+    mark: some change, no placeholder, no TRUNCATE, no delete with ``soft`` deletes, a
+    table of fewer than ``DIRECT_ROWS`` rows.
 
     >>> agg = {"applied": 100, "deletes": 1, "placeholders": 0, "truncated_at": None}
     >>> could_go_direct(agg, 10_000, False), could_go_direct(agg, 10_000, True)
@@ -65,7 +68,7 @@ def could_go_direct(agg: Mapping[str, Any], stored_rows: int, soft: bool) -> boo
     False
     """
     return (
-        0 < agg["applied"] <= DIRECT_EVENTS
+        agg["applied"] > 0
         and stored_rows < DIRECT_ROWS
         and not (soft and agg["deletes"])
         and not agg["placeholders"]

@@ -317,8 +317,8 @@ def tombstone_append_sql(
     appended, a row per delete (the classification takes the newest of a key). Each is newer
     than its key's tombstones: a delete that is not is classified ``stale`` and not
     recorded, and a batch MERGEd without a classification is newer than every tombstone.
-    ``classified`` False: ``changes`` are a direct batch's newest changes per key
-    (``direct_merge_sql``), whose every delete is recorded."""
+    ``classified`` False: ``changes`` are a direct batch's events, whose every delete is
+    recorded (``spark/direct_apply.entomb_direct``)."""
     keys = ", ".join(q(k) for k in table.key)
     deleted = "_cdc_action IN ('delete', 'absent')" if classified else "_cdc_op = 'd'"
     return (
