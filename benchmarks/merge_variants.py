@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.config import load_config
-from cdcmirror.mirror.merge_sql import dedupe_sql, direct_merge_sql, merge_sql
+from cdcmirror.mirror.direct_merge import direct_merge_sql
+from cdcmirror.mirror.merge_sql import dedupe_sql, merge_sql
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.mirror_fixture import make_config

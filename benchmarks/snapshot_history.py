@@ -32,8 +32,9 @@ from typing import Any
 from benchmarks.merge_variants import NS as VARIANTS
 from benchmarks.merge_variants import copy_table
 from cdcmirror.config import load_config
+from cdcmirror.mirror.direct_merge import direct_merge_sql
 from cdcmirror.mirror.high_water import HIGH_WATER
-from cdcmirror.mirror.merge_sql import dedupe_sql, direct_merge_sql
+from cdcmirror.mirror.merge_sql import dedupe_sql
 from cdcmirror.mirror.resume import BATCH_ID, END_OFFSETS, QUERY_ID, START_OFFSETS
 from cdcmirror.spark.commits import with_commit_props
 from cdcmirror.spark.java_classes import iceberg_table

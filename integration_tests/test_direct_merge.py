@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.mirror.direct_merge import COUNTED_KEYS, Counts, counted, inferred_deletes
+from cdcmirror.mirror.direct_merge import (
+    COUNTED_KEYS,
+    Counts,
+    branches,
+    counted,
+    inferred_deletes,
+    missed,
+    summed,
+)
 from cdcmirror.mirror.high_water import summary
-from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, direct_merge_sql, merge_sql
+from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 from cdcmirror.spark.commits import with_commit_props
+from cdcmirror.spark.direct_apply import observed_keys
 from cdcmirror.spark.snapshot_guard import (
     batch_commit_summary,
     merge_on_read,
@@ -89,20 +98,39 @@ def _rows(spark: Any, target: str) -> list[tuple[Any, ...]]:
     return [(r[0], r[1], list(r[2])) for r in rows]
 
 
-def test_a_direct_merge_writes_what_the_classified_one_does_and_counts_from_its_commit(
+def _direct(spark: Any, target: str, view: str, props: dict[str, str]) -> Any:
+    """A direct batch into ``target`` whose commits carry ``props`` (the put-back too)."""
+    from cdcmirror.spark.direct_apply import DirectBatch
+
+    def commit(sql: str, data: bool = False) -> None:
+        with_commit_props(spark, props, lambda: spark.sql(sql))
+
+    return DirectBatch(spark, TABLE, target, view, {}, commit, props, commit)
+
+
+def test_a_direct_merge_puts_back_what_a_foreign_commit_stored_newer(
     spark_world: SparkWorld,
 ) -> None:
-    """The guard stays in the direct MERGE: a row stored newer (another writer) is kept, and
-    its change is counted with the superseded ones."""
+    """The direct MERGE reads no stored position: a row another writer stored newer after
+    the snapshot the batch read is overwritten, found after the MERGE and put back, so the
+    rows are the classified MERGE's; counted from the MERGE's own commit."""
+    from cdcmirror.spark.direct_apply import dedupe_direct, merge_direct
+    from cdcmirror.spark.snapshot_guard import current_snapshot
+
     spark = spark_world.spark
     direct, classified = "direct_it.direct", "direct_it.classified"
+    events = "SELECT *, 0 AS _cdc_partition, _cdc_position[5] AS _cdc_offset FROM direct_it_batch"
     spark.sql(BATCH).createOrReplaceTempView("direct_it_batch")
     for target in (direct, classified):
         _table(spark, target)
-        _store(spark, target, STORED)
+        _store(spark, target, STORED.rsplit(", (3L", 1)[0])  # 1 and 2
+    read = current_snapshot(spark, direct)
+    for target in (direct, classified):  # another writer, after the batch read the table
+        _store(spark, target, "(3L" + STORED.rsplit(", (3L", 1)[1])
     props = {QUERY_ID: "q", BATCH_ID: "1"}
-    sql = direct_merge_sql(TABLE, direct, "direct_it_batch", soft=False)
-    with_commit_props(spark, props, lambda: spark.sql(sql))
+    d = _direct(spark, direct, "direct_it_f", props)
+    dedupe_direct(d, spark.sql(events))
+    summary = merge_direct(d, False, read, matched=True, inserts=True)
     spark.sql(classify_sql(TABLE, "direct_it_batch", classified, None, soft=False)).where(
         "_cdc_action IN ('insert', 'update', 'delete')"
     ).createOrReplaceTempView("direct_it_changes")
@@ -115,7 +143,8 @@ def test_a_direct_merge_writes_what_the_classified_one_does_and_counts_from_its_
         (4, "four"),
         (5, "five"),
     ]
-    assert counted(batch_commit_summary(spark, direct, props, COUNTED_KEYS), 6) == Counts(2, 1, 3)
+    # the MERGE's commit (before the put-back): 1 and 3 updated, 4 and 5 inserted
+    assert counted(summary, 4) == Counts(inserts=2, updates=2, duplicates=0)
 
 
 # deduplicated: 1 deleted, 2 updated, 7 deleted before it was stored (its tombstone moved
@@ -148,7 +177,6 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     entombed after it (a key never stored too), the counts the classification's."""
     from cdcmirror.mirror.merge_sql import tombstone_append_sql
     from cdcmirror.spark.direct_apply import (
-        DirectBatch,
         dedupe_direct,
         entomb_direct,
         merge_direct,
@@ -168,14 +196,11 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
         spark.sql(f"INSERT INTO direct_it.{name}_tomb VALUES {tomb_row}")
     props = {QUERY_ID: "q", BATCH_ID: "2"}
 
-    def commit(sql: str, data: bool) -> None:
-        with_commit_props(spark, props, lambda: spark.sql(sql))
-
     batch = spark.table("direct_it_deletes")
     read = current_snapshot(spark, "direct_it.direct")
-    d = DirectBatch(spark, TABLE, "direct_it.direct", "direct_it_d", {}, commit, props)
+    d = _direct(spark, "direct_it.direct", "direct_it_d", props)
     seen = dedupe_direct(d, batch)
-    summary = merge_direct(d, soft=False)
+    summary = merge_direct(d, False, read, matched=True, inserts=True)
     keys = observed_keys(seen)
     # key 7's first event is a delete, yet no row of it is stored: the keys' counts say 2
     # deletes of stored rows, the commit's positions 1; so they are counted on the snapshot
@@ -209,7 +234,6 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     job agree with its commit and give the deletes of stored rows that the count against the
     stored rows gives; a snapshot read among the changes leaves them unknown."""
     from cdcmirror.spark.direct_apply import (
-        DirectBatch,
         dedupe_direct,
         merge_direct,
         observed_keys,
@@ -224,13 +248,10 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     _store(spark, target, STORED)
     props = {QUERY_ID: "q", BATCH_ID: "3"}
 
-    def commit(sql: str, data: bool) -> None:
-        with_commit_props(spark, props, lambda: spark.sql(sql))
-
     read = current_snapshot(spark, target)
-    d = DirectBatch(spark, TABLE, target, "direct_it_t", {}, commit, props)
+    d = _direct(spark, target, "direct_it_t", props)
     seen = dedupe_direct(d, spark.table("direct_it_told"))
-    summary = merge_direct(d, soft=False)
+    summary = merge_direct(d, False, read, matched=True, inserts=True)
     keys = observed_keys(seen)
     assert keys == {"keys": 4, "deletes": 2, "updates": 1, "stored_deletes": 1, "unsure": 0}
     assert inferred_deletes(keys, summary) == stored_deletes(d, read) == 1
@@ -243,9 +264,51 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     spark.sql(f"SELECT * FROM VALUES {snapshot_read} AS s{columns}").createOrReplaceTempView(
         "direct_it_read"
     )
-    d = DirectBatch(spark, TABLE, target, "direct_it_r", {}, commit, {**props, BATCH_ID: "4"})
+    read = current_snapshot(spark, target)
+    d = _direct(spark, target, "direct_it_r", {**props, BATCH_ID: "4"})
     seen = dedupe_direct(d, spark.table("direct_it_read"))
-    summary = merge_direct(d, soft=False)
+    summary = merge_direct(d, False, read, matched=True, inserts=True)
     keys = observed_keys(seen)
     assert keys is not None and keys["unsure"] == 1
     assert inferred_deletes(keys, summary) is None
+
+
+def test_a_change_its_first_event_misled_is_written_by_the_other_branch(
+    spark_world: SparkWorld,
+) -> None:
+    """A batch without a create MERGEs without a NOT MATCHED branch, one of creates only
+    without a MATCHED one; an update of a key not stored, or a create of a stored key (an
+    earlier event of it was dead-lettered, say), shows as a row too few in the commit, and
+    the other branch writes it, guarded, so the rows are what both branches write."""
+    from cdcmirror.spark.direct_apply import complete_direct, dedupe_direct, merge_direct
+    from cdcmirror.spark.snapshot_guard import current_snapshot
+
+    spark = spark_world.spark
+    target = "direct_it.misled"
+    columns = DELETES.rsplit(" AS s", 1)[1]
+    _table(spark, target)
+    _store(spark, target, STORED)  # 1, 2 and 3
+    after_updates = [(1, "b1", 51), (2, "two", 50), (3, "three", 90), (6, "b6", 51)]
+    after_creates = [(1, "b1", 51), (2, "b2", 52), (3, "three", 90), (6, "b6", 51), (7, "b7", 52)]
+    rounds = [({1: "u", 6: "u"}, after_updates), ({2: "c", 7: "c"}, after_creates)]
+    for batch, (ops, rows) in enumerate(rounds, start=1):
+        at = 50 + batch
+        values = ", ".join(
+            f"({k}L, 'b{k}', '{op}', array(1L, 1L, {at}L, 0L, 0L, {k}L), current_timestamp(), "
+            f"0, {k}L)"
+            for k, op in ops.items()
+        )
+        view = f"direct_it_m{batch}"
+        spark.sql(f"SELECT * FROM VALUES {values} AS s{columns}").createOrReplaceTempView(view)
+        props = {QUERY_ID: "q", BATCH_ID: str(10 + batch)}
+        read = current_snapshot(spark, target)
+        d = _direct(spark, target, view, props)
+        seen = dedupe_direct(d, spark.table(view))
+        matched, inserts = branches({"applied": 2, "creates": 2 if batch == 2 else 0})
+        summary = merge_direct(d, False, read, matched, inserts)
+        keys = observed_keys(seen)
+        assert int(summary.get("added-records", 0)) == 1, summary  # one change left out
+        assert missed(keys, summary, matched, inserts)
+        done = summed(summary, complete_direct(d, False, matched))
+        assert not missed(keys, done, matched, inserts)
+        assert [(r[0], r[1], r[2][2]) for r in _rows(spark, target)] == rows

@@ -199,6 +199,24 @@ def test_the_unguarded_merge_reads_no_stored_position() -> None:
     assert "FROM tgt VERSION AS OF 42 p JOIN c e" in restore and "t._cdc_position" in restore
 
 
+def test_a_direct_merge_reads_no_stored_position_and_takes_the_branches_it_needs() -> None:
+    """``direct_merge_sql``: unguarded unless told; without inserts no NOT MATCHED branch,
+    without matched no MATCHED one; the put-back of a direct batch takes its deletes from
+    their operation."""
+    from cdcmirror.mirror.direct_merge import direct_merge_sql
+
+    both = direct_merge_sql(table(), "t", "c", soft=False)
+    assert "t._cdc_position" not in both and "WHEN MATCHED" in both and "NOT MATCHED" in both
+    assert "NOT MATCHED" not in direct_merge_sql(table(), "t", "c", False, inserts=False)
+    creates = direct_merge_sql(table(), "t", "c", False, matched=False)
+    assert "WHEN MATCHED" not in creates and "NOT MATCHED AND s._cdc_op <> 'd'" in creates
+    guarded = direct_merge_sql(table(), "t", "c", False, matched=False, guarded=True)
+    assert "WHEN MATCHED" not in guarded
+    assert "t._cdc_position" in direct_merge_sql(table(), "t", "c", False, guarded=True)
+    restore = restore_sql(table(), "tgt", 42, "c", classified=False)
+    assert "IF(e._cdc_op = 'd', 'delete', 'upsert') AS _cdc_batch_action" in restore
+
+
 def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
     assert toastable(table()) == ["note"]
     assert toastable(table(flavor="mariadb")) == []

@@ -47,6 +47,7 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"count_if(_cdc_error IS NULL AND {key_change_with_placeholders(table)}) "
         "AS key_change_fills",
         f"{applied_deletes_sql(table)} AS deletes",
+        f"count_if({_CHANGE} AND _cdc_op IN ('c', 'r')) AS creates",
         f"count_if({_CHANGE} AND {placeholder_sql(table)}) AS placeholders",
         f"to_json(min(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS oldest_position",
         f"to_json(max(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS newest_position",

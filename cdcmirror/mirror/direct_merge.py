@@ -31,12 +31,18 @@ as not stored that was) would cancel out in the check: the batch line's split of
 never its rows, could then be off by them.
 With soft deletes (a stub row for a key never stored) such a batch is classified.
 
-A batch of any size goes direct (100k changes into 100k rows, one run each way: updates
-7.7 s against 8.9 s classified, inserts into a warm table 6.0 against 6.7 s; the
-classification's join with the stored keys and its kept result cost more than the guard's
-read of the stored positions in the MERGE). A table too big (``DIRECT_ROWS``, where the
-classification cuts the stored rows to the batch's keys before the MERGE reads them,
-``merge_sql.broadcasts_keys``) is classified as before.
+A batch of any size into a table of any size goes direct (100k changes into 100k rows, one
+run each way: updates 7.7 s against 8.9 s classified, inserts into a warm table 6.0 against
+6.7 s). The MERGE reads no stored position (a nested column: Iceberg would read the scan row
+by row): the mark already proves every change newer, and a commit of another writer between
+the snapshot the mark was read on and the MERGE is found after it and its newer rows put back
+(``merge_sql.restore_sql``), as after a classified batch's MERGE. Its branches follow the
+batch's operations (:func:`branches`): a batch without a create has no NOT MATCHED branch
+(an inner join, which can broadcast the batch instead of shuffling the table's side), one of
+creates only no MATCHED branch (an anti join and an append). A change that meets what its
+first event did not say (an update of a key not stored, a create of a stored one: an earlier
+event of the key was dead-lettered) shows in the commit's summary (:func:`missed`), and the
+missing branch runs after it.
 """
 
 from __future__ import annotations
@@ -45,49 +51,90 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from cdcmirror.cdc_columns import FIRST_OP
+from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.high_water import Mark, is_fresh
-from cdcmirror.mirror.merge_sql import BROADCAST_ROWS
+from cdcmirror.mirror.key_range import Bounds, range_sql
+from cdcmirror.mirror.merge_sql import keys_equal, merge_sql
+from cdcmirror.mirror.positions import newer, source_length
+from cdcmirror.mirror.spec import MirrorTable
 
-DIRECT_ROWS = BROADCAST_ROWS  # rows of a table (its snapshot's count), below
 
-
-def could_go_direct(agg: Mapping[str, Any], stored_rows: int, soft: bool) -> bool:
-    """Whether a batch (its aggregate, ``batch_aggregate.py``) into a table of
-    ``stored_rows`` rows goes without a classification if it is newer than the table's
-    mark: some change, no placeholder, no TRUNCATE, no delete with ``soft`` deletes, a
-    table of fewer than ``DIRECT_ROWS`` rows.
+def could_go_direct(agg: Mapping[str, Any], soft: bool) -> bool:
+    """Whether a batch (its aggregate, ``batch_aggregate.py``) goes without a classification
+    if it is newer than the table's mark: some change, no placeholder, no TRUNCATE, no delete
+    with ``soft`` deletes.
 
     >>> agg = {"applied": 100, "deletes": 1, "placeholders": 0, "truncated_at": None}
-    >>> could_go_direct(agg, 10_000, False), could_go_direct(agg, 10_000, True)
+    >>> could_go_direct(agg, False), could_go_direct(agg, True)
     (True, False)
-    >>> could_go_direct({**agg, "deletes": 0}, 10_000, True)
-    True
-    >>> could_go_direct(agg, DIRECT_ROWS, False), could_go_direct({**agg, "applied": 0}, 10, False)
-    (False, False)
-    >>> could_go_direct({**agg, "placeholders": 2}, 10, False)
+    >>> could_go_direct({**agg, "deletes": 0}, True), could_go_direct({**agg, "applied": 0}, False)
+    (True, False)
+    >>> could_go_direct({**agg, "placeholders": 2}, False)
     False
     """
     return (
         agg["applied"] > 0
-        and stored_rows < DIRECT_ROWS
         and not (soft and agg["deletes"])
         and not agg["placeholders"]
         and agg["truncated_at"] is None
     )
 
 
-def goes_direct(agg: Mapping[str, Any], stored_rows: int, soft: bool, mark: Mark) -> bool:
+def goes_direct(agg: Mapping[str, Any], soft: bool, mark: Mark) -> bool:
     """``could_go_direct``, and the batch's oldest change is newer than ``mark``.
 
     >>> agg = {"applied": 9, "deletes": 0, "placeholders": 0, "truncated_at": None,
     ...     "oldest_position": [1, 50, 50]}
-    >>> goes_direct(agg, 10, False, [1, 40, 40]), goes_direct(agg, 10, False, [1, 50, 50])
+    >>> goes_direct(agg, False, [1, 40, 40]), goes_direct(agg, False, [1, 50, 50])
     (True, False)
-    >>> goes_direct(agg, 10, False, None)
+    >>> goes_direct(agg, False, None)
     False
     """
-    fresh = is_fresh(agg["oldest_position"], mark)
-    return could_go_direct(agg, stored_rows, soft) and fresh
+    return could_go_direct(agg, soft) and is_fresh(agg["oldest_position"], mark)
+
+
+def branches(agg: Mapping[str, Any]) -> tuple[bool, bool]:
+    """The direct MERGE's branches for a batch (its aggregate): MATCHED when it has a change
+    that is not a create (an update, a delete), NOT MATCHED when it has a create (or a
+    snapshot read).
+
+    >>> branches({"applied": 10, "creates": 0}), branches({"applied": 10, "creates": 10})
+    ((True, False), (False, True))
+    >>> branches({"applied": 10, "creates": 3})
+    (True, True)
+    """
+    return agg["applied"] > agg["creates"], agg["creates"] > 0
+
+
+def missed(
+    keys: Mapping[str, int] | None, summary: Mapping[str, str], matched: bool, inserts: bool
+) -> bool:
+    """Whether a direct MERGE with only some of its branches (``matched``, ``inserts``) may
+    have left changes out: the commit added fewer rows than the batch has keys whose newest
+    change is not a delete (``keys``: :data:`KEY_COUNTS`; None, not known: it may have).
+
+    >>> keys = {"keys": 10, "deletes": 2}
+    >>> missed(keys, {"added-records": "8"}, True, False)
+    False
+    >>> missed(keys, {"added-records": "7"}, True, False), missed(None, {}, False, True)
+    (True, True)
+    >>> missed(None, {}, True, True)  # both branches: nothing left out
+    False
+    """
+    if matched and inserts:
+        return False
+    if keys is None:
+        return True
+    return int(summary.get("added-records", 0)) != keys["keys"] - keys["deletes"]
+
+
+def summed(first: Mapping[str, str], then: Mapping[str, str]) -> dict[str, str]:
+    """The :data:`COUNTED_KEYS` of two commits' summaries together.
+
+    >>> summed({"added-records": "5", "added-position-deletes": "2"}, {"added-records": "1"})
+    {'added-records': '6', 'added-position-deletes': '2', 'removed-position-deletes': '0'}
+    """
+    return {k: str(int(first.get(k, 0)) + int(then.get(k, 0))) for k in COUNTED_KEYS}
 
 
 class Counts(NamedTuple):
@@ -171,3 +218,42 @@ def inferred_deletes(keys: Mapping[str, int] | None, summary: Mapping[str, str])
     if added != upserts or positions - removed != keys["updates"] + keys["stored_deletes"]:
         return None
     return keys["stored_deletes"]
+
+
+def direct_merge_sql(
+    table: MirrorTable,
+    target: str,
+    events: str,
+    soft: bool,
+    bounds: Bounds | None = None,
+    matched: bool = True,
+    inserts: bool = True,
+    guarded: bool = False,
+) -> str:
+    """MERGE a batch's newest change per key (``dedupe_sql``), not classified: a batch newer
+    than the table's high-water mark that carries no unchanged-TOAST placeholder
+    (this module). No stored position is read (``guarded`` False: the mark
+    proves every change newer; a foreign commit in between is put back after it,
+    ``restore_sql``). ``matched`` False: no MATCHED branch (the batch holds creates only:
+    Spark appends what its anti join with the table keeps); ``inserts`` False: no NOT MATCHED
+    branch (no create: an inner join, which can broadcast the batch)."""
+    args = (table, target, events, soft, bounds, inserts)
+    return merge_sql(*args, False, guarded=guarded, matched=matched, classified=False)
+
+
+def stored_deletes_sql(
+    table: MirrorTable, deduped: str, stored: str, bounds: Bounds | None = None
+) -> str:
+    """How many of a batch's newest changes per key (``dedupe_sql``) are deletes of a key
+    that ``stored`` holds at an older position: the rows a direct MERGE of them deletes.
+    The deletes are broadcast, so the stored side is one scan of its key and position
+    columns inside the batch's key range, without a shuffle (keys are unique on both sides:
+    an inner join counts each once)."""
+    n = source_length(table.dialect)
+    keys = ", ".join(q(k) for k in table.key)
+    return (
+        f"SELECT /*+ BROADCAST(d) */ count(*) AS deleted FROM {stored} r "
+        f"JOIN (SELECT {keys}, _cdc_position FROM {deduped} WHERE _cdc_op = 'd') d "
+        f"ON {keys_equal(table, 'r', 'd')} AND {newer('d._cdc_position', 'r._cdc_position', n)} "
+        f"WHERE {range_sql('r', bounds or {})}"
+    )

@@ -27,7 +27,15 @@ from cdcmirror.sql_text import as_of, sql_string
 ACTIONS = ("insert", "update", "delete", "absent", "stale")
 
 
-def _on(table: MirrorTable, left: str, right: str) -> str:
+def keys_equal(table: MirrorTable, left: str, right: str) -> str:
+    """Spark SQL: the rows ``left`` and ``right`` have the same key.
+
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = MirrorTable("n.t", "s.p.t", "postgresql", "p.t", ("a", "b"), "upsert",
+    ...     (MirrorColumn("a", "long", "int64"), MirrorColumn("b", "long", "int64")))
+    >>> keys_equal(t, "t", "s")
+    't.`a` = s.`a` AND t.`b` = s.`b`'
+    """
     return " AND ".join(f"{left}.{q(k)} = {right}.{q(k)}" for k in table.key)
 
 
@@ -122,7 +130,7 @@ def classify_sql(
     stored = "t._cdc_position AS _cdc_stored_position, t._cdc_source_ts AS _cdc_stored_ts"
     if tombstones:
         stored_tomb = _stored_sql(table, tombstones, deduped, bounds, broadcast, newest=True)
-        join_tomb = f" LEFT JOIN {stored_tomb} tb ON {_on(table, 's', 'tb')}"
+        join_tomb = f" LEFT JOIN {stored_tomb} tb ON {keys_equal(table, 's', 'tb')}"
         stale_tomb = (
             "WHEN tb._cdc_position IS NOT NULL AND NOT "
             f"{newer('s._cdc_position', 'tb._cdc_position', n)} THEN 'stale' "
@@ -148,7 +156,7 @@ def classify_sql(
         f"FROM (SELECT s.*, {action} AS _cdc_action, ({backwards}) AS _cdc_gap, {stored} "
         f"FROM {deduped} s "
         f"LEFT JOIN {_stored_sql(table, target, deduped, bounds, broadcast)} t "
-        f"ON {_on(table, 's', 't')}"
+        f"ON {keys_equal(table, 's', 't')}"
         f"{join_tomb})"
     )
 
@@ -183,7 +191,7 @@ def _stored_sql(
     batch_keys = ", ".join(q(k) for k in table.key)
     return (
         f"(SELECT /*+ BROADCAST(k) */ {cols} FROM {stored} r "
-        f"LEFT SEMI JOIN (SELECT {batch_keys} FROM {deduped}) k ON {_on(table, 'r', 'k')} "
+        f"LEFT SEMI JOIN (SELECT {batch_keys} FROM {deduped}) k ON {keys_equal(table, 'r', 'k')} "
         f"WHERE {within}{group})"
     )
 
@@ -224,7 +232,7 @@ def merge_sql(
     on_delete = f"UPDATE SET {_CDC_SET}, _cdc_deleted = true" if soft else "DELETE"
     inserted = _not_matched_sql(table, soft, toast, classified)
     head = (
-        f"MERGE INTO {target} t USING {changes} s ON {_on(table, 't', 's')} "
+        f"MERGE INTO {target} t USING {changes} s ON {keys_equal(table, 't', 's')} "
         f"AND {range_sql('t', bounds or {})} "
     )
     if not matched:
@@ -262,48 +270,26 @@ def _not_matched_sql(
     )
 
 
-def direct_merge_sql(
-    table: MirrorTable, target: str, events: str, soft: bool, bounds: Bounds | None = None
+def restore_sql(
+    table: MirrorTable, target: str, parent: int, changes: str, classified: bool = True
 ) -> str:
-    """MERGE a batch's newest change per key (``dedupe_sql``), not classified, with the
-    position guard: a batch newer than the table's high-water mark that carries no
-    unchanged-TOAST placeholder (``mirror/direct_merge.py``)."""
-    return merge_sql(table, target, events, soft, bounds, placeholders=False, classified=False)
-
-
-def stored_deletes_sql(
-    table: MirrorTable, deduped: str, stored: str, bounds: Bounds | None = None
-) -> str:
-    """How many of a batch's newest changes per key (``dedupe_sql``) are deletes of a key
-    that ``stored`` holds at an older position: the rows a direct MERGE of them deletes.
-    The deletes are broadcast, so the stored side is one scan of its key and position
-    columns inside the batch's key range, without a shuffle (keys are unique on both sides:
-    an inner join counts each once)."""
-    n = source_length(table.dialect)
-    keys = ", ".join(q(k) for k in table.key)
-    return (
-        f"SELECT /*+ BROADCAST(d) */ count(*) AS deleted FROM {stored} r "
-        f"JOIN (SELECT {keys}, _cdc_position FROM {deduped} WHERE _cdc_op = 'd') d "
-        f"ON {_on(table, 'r', 'd')} AND {newer('d._cdc_position', 'r._cdc_position', n)} "
-        f"WHERE {range_sql('r', bounds or {})}"
-    )
-
-
-def restore_sql(table: MirrorTable, target: str, parent: int, changes: str) -> str:
     """After a MERGE without the guard was committed on a snapshot (``parent``) that a foreign
     commit had changed since the classification read the table (``spark/snapshot_guard.py``):
     put back each row of the batch's ``changes`` that ``parent`` held at a newer position than
     the change, as the guard would have kept it: over the batch's row, or again where the
-    batch deleted it."""
+    batch deleted it. ``classified`` False: the changes of a batch MERGEd without a
+    classification (``direct_merge_sql``), whose deletes are their ``_cdc_op``."""
     n = source_length(table.dialect)
+    action = "e._cdc_action" if classified else "IF(e._cdc_op = 'd', 'delete', 'upsert')"
     names = _row_names(table)
     sets = ", ".join(f"{q(c)} = r.{q(c)}" for c in names)
     columns = ", ".join(q(c) for c in names)
     values = ", ".join(f"r.{q(c)}" for c in names)
     return (
-        f"MERGE INTO {target} t USING (SELECT p.*, e._cdc_action AS _cdc_batch_action "
-        f"FROM {as_of(target, parent)} p JOIN {changes} e ON {_on(table, 'p', 'e')} "
-        f"WHERE {newer('p._cdc_position', 'e._cdc_position', n)}) r ON {_on(table, 't', 'r')} "
+        f"MERGE INTO {target} t USING (SELECT p.*, {action} AS _cdc_batch_action "
+        f"FROM {as_of(target, parent)} p JOIN {changes} e ON {keys_equal(table, 'p', 'e')} "
+        f"WHERE {newer('p._cdc_position', 'e._cdc_position', n)}) r "
+        f"ON {keys_equal(table, 't', 'r')} "
         f"WHEN MATCHED AND {newer('r._cdc_position', 't._cdc_position', n)} THEN UPDATE SET {sets} "
         f"WHEN NOT MATCHED AND r._cdc_batch_action = 'delete' "
         f"THEN INSERT ({columns}) VALUES ({values})"

@@ -15,7 +15,7 @@ PHASES = ("decode", "truncate", "dedupe_classify", "counts", "merge", "tombstone
 ``dedupe_classify`` (newest event per key, joined with the stored positions), ``counts``
 (the classified actions counted; in a batch MERGEd without a classification, its deletes of
 stored rows), ``merge`` (the MERGE into the table, with its commit),
-``tombstones`` (the MERGE into the tombstone table)."""
+``tombstones`` (the deletes appended to the tombstone table)."""
 
 
 @dataclass

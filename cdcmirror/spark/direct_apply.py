@@ -15,27 +15,27 @@ from typing import Any
 
 from cdcmirror.mirror.direct_merge import (
     COUNTED_KEYS,
-    DIRECT_ROWS,
     KEY_COUNTS,
+    branches,
     could_go_direct,
     counted,
+    direct_merge_sql,
     inferred_deletes,
+    missed,
+    stored_deletes_sql,
+    summed,
 )
 from cdcmirror.mirror.high_water import Mark, highest
 from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
 from cdcmirror.mirror.key_range import Bounds
-from cdcmirror.mirror.merge_sql import (
-    dedupe_sql,
-    direct_merge_sql,
-    stored_deletes_sql,
-    tombstone_append_sql,
-)
+from cdcmirror.mirror.merge_sql import dedupe_sql, restore_sql, tombstone_append_sql
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.snapshot_guard import (
     Read,
     batch_commit_summary,
+    foreign_parent,
     recorded_mark,
     scanned_mark,
 )
@@ -53,15 +53,13 @@ def batch_mark(
 ) -> Mark:
     """The high-water mark of ``target`` as snapshot ``read`` holds it, with its
     ``tombstones``: recorded by their snapshots, or, when not and the batch could go
-    without a classification, read from their positions. None (unknown) for a table of
-    ``DIRECT_ROWS`` rows or more, whose batches are always classified."""
-    if read.rows >= DIRECT_ROWS:
-        return None
+    without a classification, read from their positions (once: the batch's commits record
+    it from then on)."""
     stored = [recorded_mark(spark, target)]
     if tombstones:
         stored.append(recorded_mark(spark, tombstones))
     mark = highest(stored)
-    if mark is not None or not could_go_direct(agg, read.rows, soft):
+    if mark is not None or not could_go_direct(agg, soft):
         return mark
     n = source_length(table.dialect)
     scans = [scanned_mark(spark, as_of(target, read.id), n) if read.id is not None else []]
@@ -84,6 +82,8 @@ class DirectBatch:
     bounds: Bounds
     commit: Callable[[str, bool], None]  # (sql, the batch's data commit?), props on each
     props: Mapping[str, str]  # what its commits' snapshots carry
+    # after a foreign commit: logs it and commits the put-back (``merge_sql.restore_sql``)
+    put_back: Callable[[str], None]
 
 
 def dedupe_direct(d: DirectBatch, applied: Any) -> Any:
@@ -132,10 +132,38 @@ def stored_deletes(d: DirectBatch, read: Read) -> int:
     return int(d.spark.sql(sql).head()[0])
 
 
-def merge_direct(d: DirectBatch, soft: bool) -> Mapping[str, str]:
+def merge_direct(
+    d: DirectBatch, soft: bool, read: Read, matched: bool, inserts: bool
+) -> Mapping[str, str]:
     """MERGE the deduplicated batch into ``d.target`` through ``d.commit`` (the batch's data
-    commit); the entries of its commit's summary that ``direct_merge.counted`` reads."""
-    sql = direct_merge_sql(d.table, d.target, d.view + "_source", soft, d.bounds)
+    commit) with the branches ``direct_merge.branches`` gave, and put back what a foreign
+    commit since snapshot ``read`` stored newer; the entries of its commit's summary that
+    ``direct_merge.counted`` reads."""
+    sql = direct_merge_sql(
+        d.table, d.target, d.view + "_source", soft, d.bounds, matched=matched, inserts=inserts
+    )
+    d.commit(sql, True)
+    summary = batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)  # the MERGE's
+    parent = foreign_parent(d.spark, d.target, read.id, d.props)
+    if parent is not None:
+        d.put_back(restore_sql(d.table, d.target, parent, d.view + "_deduped", classified=False))
+    return summary
+
+
+def complete_direct(d: DirectBatch, soft: bool, matched: bool) -> Mapping[str, str]:
+    """After a direct MERGE with one branch (``matched``: its MATCHED ones) that left changes
+    out (``direct_merge.missed``), the other: with the position guard, so that the rows it
+    wrote are not written again; the summary of its commit."""
+    sql = direct_merge_sql(
+        d.table,
+        d.target,
+        d.view + "_deduped",
+        soft,
+        d.bounds,
+        matched=not matched,
+        inserts=matched,
+        guarded=True,
+    )
     d.commit(sql, True)
     return batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)
 
@@ -171,10 +199,13 @@ def apply_direct(
     in between: the batch runs again, classified, and records them); its counts, phases and
     ``direct`` into ``stats``."""
     deletes = bool(agg.deletes)
+    matched, inserts = branches(agg.asDict())
     seen = dedupe_direct(d, applied)
     with stats.phase("merge"):
-        summary = merge_direct(d, soft)
-    keys = observed_keys(seen) if deletes else None
+        summary = merge_direct(d, soft, read, matched, inserts)
+        keys = observed_keys(seen)
+        if missed(keys, summary, matched, inserts):  # a change its first event misled
+            summary = summed(summary, complete_direct(d, soft, matched))
     deleted = inferred_deletes(keys, summary) if deletes else 0
     if deleted is None:  # the batch's first events and its commit disagree: counted
         with stats.phase("counts"):

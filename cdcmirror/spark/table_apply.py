@@ -200,7 +200,7 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
     spark, table, view, stats, target = tb.spark, tb.table, tb.view, tb.stats, tb.target
     tombstones = None if tb.soft else tb.tombstones.ensure(spark, table)
     read, mark = _marked_read(tb, agg, tombstones)  # classified on it, MERGEd unguarded
-    if goes_direct(agg.asDict(), read.rows, tb.soft, mark) and merge_on_read(spark, target):
+    if goes_direct(agg.asDict(), tb.soft, mark) and merge_on_read(spark, target):
         _apply_direct(tb, applied, agg, bounds, read, tombstones)
         return dead
     with stats.phase("dedupe_classify"):
@@ -252,19 +252,28 @@ def _apply_direct(
     tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, read: Read, tombstones: str | None
 ) -> None:
     """MERGE a batch that needs no classification (``spark/direct_apply.py``)."""
-    direct = DirectBatch(tb.spark, tb.table, tb.target, tb.view, bounds, tb.commit, tb.props)
+    direct = DirectBatch(
+        tb.spark,
+        tb.table,
+        tb.target,
+        tb.view,
+        bounds,
+        tb.commit,
+        tb.props,
+        lambda sql: _after_foreign(tb, read.id, sql),
+    )
     apply_direct(direct, applied, agg, read, tombstones, tb.soft, tb.stats)
 
 
 def _after_foreign(tb: TableBatch, read: int | None, sql: str) -> None:
     """After the unguarded MERGE, committed on a snapshot that a foreign commit made since
-    the classification read snapshot ``read`` (``spark/snapshot_guard.py``): ``sql`` puts
+    the batch read snapshot ``read`` (``spark/snapshot_guard.py``): ``sql`` puts
     back the rows of the batch's keys that were stored newer (``merge_sql.restore_sql``), or,
     after an insert-only MERGE, which left the rows it found stored, MERGEs the batch with
     the position guard."""
     logger.warning(
-        "%s: a commit not made by this batch landed between its classification (snapshot "
-        "%s) and its MERGE; the batch's keys are written as the position guard decides",
+        "%s: a commit not made by this batch landed between the snapshot it read (%s) and "
+        "its MERGE; the batch's keys are written as the position guard decides",
         tb.table.identifier,
         read,
     )
