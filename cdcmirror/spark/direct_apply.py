@@ -1,8 +1,10 @@
 """A keyed table's batch MERGEd without a classification (``mirror/direct_merge.py``): the
-table's high-water mark read or scanned, the batch's newest change per key MERGEd with the
-position guard (its keys counted on the MERGE's own job), its deletes entombed, the actions
-counted from the commits' summaries, the deletes of stored rows told by the keys' first
-events or, when the commit disagrees, counted against the snapshot the batch read."""
+table's high-water mark read or scanned, the batch's newest change per key MERGEd without
+reading stored positions, with the branches its operations need (its keys counted on the
+MERGE's own job), what a foreign commit stored newer put back, a change the MERGE left out
+written by the other branch, its deletes entombed, the actions counted from the commits'
+summaries, the deletes of stored rows told by the keys' first events or, when the commit
+disagrees, counted against the snapshot the batch read."""
 
 from __future__ import annotations
 
@@ -125,7 +127,7 @@ def observed_keys(seen: Any, wait: float = OBSERVED_WAIT) -> dict[str, int] | No
 
 def stored_deletes(d: DirectBatch, read: Read) -> int:
     """How many of the deduplicated batch's deletes delete a row that snapshot ``read`` of
-    ``d.target`` holds (``merge_sql.stored_deletes_sql``), counted before the MERGE."""
+    ``d.target`` (the one before the MERGE) holds (``direct_merge.stored_deletes_sql``)."""
     if read.id is None:
         return 0
     sql = stored_deletes_sql(d.table, d.view + "_deduped", as_of(d.target, read.id), d.bounds)
