@@ -15,6 +15,7 @@ from cdcmirror.mirror.direct_merge import (
     inferred_deletes,
     missed,
     summed,
+    trusted,
 )
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
@@ -98,14 +99,14 @@ def _rows(spark: Any, target: str) -> list[tuple[Any, ...]]:
     return [(r[0], r[1], list(r[2])) for r in rows]
 
 
-def _direct(spark: Any, target: str, view: str, props: dict[str, str]) -> Any:
+def _direct(spark: Any, target: str, view: str, props: dict[str, str], bounds: Any = None) -> Any:
     """A direct batch into ``target`` whose commits carry ``props`` (the put-back too)."""
     from cdcmirror.spark.direct_apply import DirectBatch
 
     def commit(sql: str, data: bool = False) -> None:
         with_commit_props(spark, props, lambda: spark.sql(sql))
 
-    return DirectBatch(spark, TABLE, target, view, {}, commit, props, commit)
+    return DirectBatch(spark, TABLE, target, view, bounds or {}, commit, props, commit)
 
 
 def test_a_direct_merge_puts_back_what_a_foreign_commit_stored_newer(
@@ -290,7 +291,14 @@ def test_a_change_its_first_event_misled_is_written_by_the_other_branch(
     _store(spark, target, STORED)  # 1, 2 and 3
     after_updates = [(1, "b1", 51), (2, "two", 50), (3, "three", 90), (6, "b6", 51)]
     after_creates = [(1, "b1", 51), (2, "b2", 52), (3, "three", 90), (6, "b6", 51), (7, "b7", 52)]
-    rounds = [({1: "u", 6: "u"}, after_updates), ({2: "c", 7: "c"}, after_creates)]
+    # an update of a key past every stored one: the table's side of the join is empty, which
+    # Spark may prune with the batch's side, and the MERGE's own counts of the batch with it
+    after_past = [*after_creates, (9, "b9", 53)]
+    rounds = [
+        ({1: "u", 6: "u"}, after_updates),
+        ({2: "c", 7: "c"}, after_creates),
+        ({9: "u"}, after_past),
+    ]
     for batch, (ops, rows) in enumerate(rounds, start=1):
         at = 50 + batch
         values = ", ".join(
@@ -302,13 +310,15 @@ def test_a_change_its_first_event_misled_is_written_by_the_other_branch(
         spark.sql(f"SELECT * FROM VALUES {values} AS s{columns}").createOrReplaceTempView(view)
         props = {QUERY_ID: "q", BATCH_ID: str(10 + batch)}
         read = current_snapshot(spark, target)
-        d = _direct(spark, target, view, props)
+        d = _direct(spark, target, view, props, {"id": (min(ops), max(ops))})  # as the job does
         seen = dedupe_direct(d, spark.table(view))
-        matched, inserts = branches({"applied": 2, "creates": 2 if batch == 2 else 0})
+        matched, inserts = branches({"applied": len(ops), "creates": 2 if batch == 2 else 0})
         summary = merge_direct(d, False, read, matched, inserts)
-        keys = observed_keys(seen)
-        assert int(summary.get("added-records", 0)) == 1, summary  # one change left out
-        assert missed(keys, summary, matched, inserts)
+        keys = trusted(observed_keys(seen), summary)
+        assert int(summary.get("added-records", 0)) == len(ops) - 1, summary  # one left out
+        assert missed(keys, summary, matched, inserts), (keys, summary)
         done = summed(summary, complete_direct(d, False, matched))
-        assert not missed(keys, done, matched, inserts)
+        # a MERGE that wrote nothing proves nothing of its counts (round 3)
+        assert (keys is None) == (batch == 3), keys
+        assert keys is None or not missed(keys, done, matched, inserts)
         assert [(r[0], r[1], r[2][2]) for r in _rows(spark, target)] == rows

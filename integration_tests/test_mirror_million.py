@@ -1,8 +1,11 @@
 """The random workload on a table of a million rows, mirrored in one big batch and then in
-many small ones, on the paths a big table takes: the batch's keys broadcast into the
-classification (``merge_sql.broadcasts_keys``), the MERGE without the position guard
-(``spark/snapshot_guard.py``), insert-only batches appended. The rows the workload touched
-are compared with the source exactly, and ``reconcile --deep`` compares every row.
+many small ones, on the paths a big table takes: batches newer than the table MERGEd without
+a classification and without reading stored positions (``mirror/direct_merge.py``; the
+first one reads the table's high-water mark from its positions, as the initial load records
+none), insert-only batches appended, then the newest batch run again after a lost
+checkpoint, classified with its keys broadcast (``merge_sql.broadcasts_keys``). The rows the
+workload touched are compared with the source exactly, and ``reconcile --deep`` compares
+every row.
 
 The source is filled by ``generate_series`` and loaded by Spark (``bootstrap`` with
 ``initial_load = "spark"``); the changes then go through Debezium."""
@@ -12,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import shutil
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -167,19 +171,27 @@ def test_random_workload_on_a_million_rows_in_one_batch_then_in_small_ones(
     services.wait_published(big.name)
     lines = _mirror(big, caplog, 200_000)
     assert len(lines) == 1, lines
-    assert lines[0]["keys_broadcast"] and lines[0]["updates"] and lines[0]["deletes"], lines
+    assert lines[0]["direct"] and lines[0]["updates"] and lines[0]["deletes"], lines
     _same_touched(big, work.touched)
 
     work.run(2_000)
     services.wait_published(big.name)
     lines = _mirror(big, caplog, 150)
-    assert len(lines) >= 10 and all(x["keys_broadcast"] for x in lines), lines
+    assert len(lines) >= 10 and all(x["direct"] for x in lines), lines
     _same_touched(big, work.touched)
 
     work.insert_share = 1.0  # inserts only: appended, no MATCHED branch
     work.run(600)
     services.wait_published(big.name)
     lines = _mirror(big, caplog, 300)
-    assert len(lines) >= 2 and all(x["inserts_only"] for x in lines), lines
+    assert len(lines) >= 2 and all(x["direct"] and x["inserts_only"] for x in lines), lines
+    _same_touched(big, work.touched)
+
+    # the checkpoint lost: the newest batch runs again, older than the table's mark, so it
+    # is classified against the million rows, its keys broadcast, and changes nothing
+    shutil.rmtree(big.config.path("mirror", "checkpoint_location"))
+    lines = _mirror(big, caplog, 300)
+    assert lines and not lines[0]["direct"] and lines[0]["keys_broadcast"], lines
+    assert lines[0]["stale"] and not (lines[0]["inserts"] or lines[0]["updates"]), lines
     _same_touched(big, work.touched)
     rc.deep_in_sync(big, len(work.ids), [], settle="0")  # every row, the untouched ones too

@@ -189,6 +189,27 @@ batch is an update or a delete: its keys, its deletes, its updates, its deletes 
 rows, and the keys whose first event tells nothing (a snapshot read)."""
 
 
+def trusted(keys: Mapping[str, int] | None, summary: Mapping[str, str]) -> dict[str, int] | None:
+    """The key counts (:data:`KEY_COUNTS`) observed on a direct MERGE's source, when they
+    can be trusted: Spark may skip the batch's side of a join whose table side turns out
+    empty (no stored row in the batch's key range), and the counts then cover none or part
+    of the batch (all zero, seen on an update of a key past every stored one). A MERGE that
+    wrote something read both sides whole; one that wrote nothing proves nothing (None).
+
+    >>> keys = {"keys": 2, "deletes": 0, "updates": 2, "stored_deletes": 0, "unsure": 0}
+    >>> trusted(keys, {"added-records": "2", "added-position-deletes": "2"}) == keys
+    True
+    >>> trusted({**keys, "keys": 0}, {"added-records": "1"}) is None
+    True
+    >>> trusted(keys, {}) is None, trusted(None, {"added-records": "1"}) is None
+    (True, True)
+    """
+    if keys is None or not keys["keys"]:
+        return None
+    added, positions, _ = (int(summary.get(key, 0)) for key in COUNTED_KEYS)
+    return dict(keys) if added or positions else None
+
+
 def inferred_deletes(keys: Mapping[str, int] | None, summary: Mapping[str, str]) -> int | None:
     """The deletes of stored rows that a direct MERGE made, from its keys' counts
     (:data:`KEY_COUNTS`, None: not observed), when its commit's ``summary`` (the entries of

@@ -26,6 +26,7 @@ from cdcmirror.mirror.direct_merge import (
     missed,
     stored_deletes_sql,
     summed,
+    trusted,
 )
 from cdcmirror.mirror.high_water import Mark, highest
 from cdcmirror.mirror.key_change import applies_at_create, key_changes_at_create_sql
@@ -205,7 +206,7 @@ def apply_direct(
     seen = dedupe_direct(d, applied)
     with stats.phase("merge"):
         summary = merge_direct(d, soft, read, matched, inserts)
-        keys = observed_keys(seen)
+        keys = trusted(observed_keys(seen), summary)
         if missed(keys, summary, matched, inserts):  # a change its first event misled
             summary = summed(summary, complete_direct(d, soft, matched))
     deleted = inferred_deletes(keys, summary) if deletes else 0
@@ -218,4 +219,4 @@ def apply_direct(
             entombed = entomb_direct(d, tombstones, keys["deletes"] if keys else None)
     counts = counted(summary, agg.applied, deleted, entombed)
     stats.inserts, stats.updates, stats.duplicates, stats.deletes = counts
-    stats.direct = True
+    stats.direct, stats.inserts_only = True, not matched
