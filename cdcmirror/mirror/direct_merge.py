@@ -42,7 +42,8 @@ batch's operations (:func:`branches`): a batch without a create has no NOT MATCH
 creates only no MATCHED branch (an anti join and an append). A change that meets what its
 first event did not say (an update of a key not stored, a create of a stored one: an earlier
 event of the key was dead-lettered) shows in the commit's summary (:func:`missed`), and the
-missing branch runs after it.
+missing branch runs after it; so does a MERGE that wrote nothing, whose counts of the batch
+prove nothing (:func:`trusted`).
 """
 
 from __future__ import annotations
