@@ -177,7 +177,11 @@ def test_random_workload_on_a_million_rows_in_one_batch_then_in_small_ones(
     work.run(2_000)
     services.wait_published(big.name)
     lines = _mirror(big, caplog, 150)
-    assert len(lines) >= 10 and all(x["direct"] for x in lines), lines
+    # a key change's delete and create share one LSN: a batch that starts between them is
+    # as old as the table's mark (as a replay of the delete would be), so it is classified
+    classified = [x for x in lines if not x["direct"]]
+    assert len(lines) >= 10 and len(classified) <= len(lines) // 5, lines
+    assert all(x["keys_broadcast"] and not x["stale"] for x in classified), classified
     _same_touched(big, work.touched)
 
     work.insert_share = 1.0  # inserts only: appended, no MATCHED branch
