@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from cdcmirror.mirror.high_water import HIGH_WATER
+from cdcmirror.spark.snapshot_guard import scanned_mark
+from cdcmirror.sql_text import as_of
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
@@ -65,12 +68,17 @@ def _zstd_files(spark: Any, identifier: str) -> None:
 
 
 def _loaded_then_same(m: Mirrored, pairs: PairsWorkload, spark: Any, order: str) -> None:
-    """The load's commit (the first: ``order`` ""; the newest: "DESC") carries its summary;
+    """The load's commit (the first: ``order`` ""; the newest: "DESC") carries its summary
+    and the high-water mark of the rows it wrote (so the first batch reads no position);
     after the mirror caught up, both tables equal the source."""
     commit = spark.sql(
-        f"SELECT summary FROM {m.identifier}.snapshots ORDER BY committed_at {order} LIMIT 1"
+        f"SELECT snapshot_id, summary FROM {m.identifier}.snapshots "
+        f"ORDER BY committed_at {order} LIMIT 1"
     ).first()
-    assert commit is not None and "cdcmirror.initial-load" in commit[0], commit
+    assert commit is not None and "cdcmirror.initial-load" in commit[1], commit
+    mark = json.loads(commit[1][HIGH_WATER])
+    loaded = scanned_mark(spark, as_of(m.identifier, commit[0]), len(mark))
+    assert mark == loaded and mark[0] == 0, (commit, loaded)
     sc.settle(m)
     m.mirror()
     assert m.assert_same() > ROWS // 2

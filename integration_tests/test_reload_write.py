@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from cdcmirror.load.columns import LoadColumn
 from cdcmirror.load.plan import TableLoad
+from cdcmirror.mirror.high_water import loaded
 from cdcmirror.spark.initial_load import write_loaded
+from cdcmirror.spark.snapshot_guard import recorded_mark, scanned_mark
 from integration_tests.conftest import SparkWorld
 
 TARGET = "reload_it.items"
@@ -22,6 +24,7 @@ READ = (
     "_cdc_deleted, _cdc_load_error)"
 )
 LOADED = "({id}L, '{name}', 'r', array(0L, 2L, 99L, 0L, -1L, -1L), current_timestamp(), false, {e})"
+MARK = loaded([0, 2, 99, 0, -1, -1], 4)  # the source part of LOADED's position (MySQL)
 
 
 def _table_with_rows(spark: object) -> None:
@@ -71,7 +74,7 @@ def test_a_soft_reload_keeps_the_rows_only_the_mirror_has_as_deleted(
     NULL in the rows read; a row whose value did not convert is counted, not written."""
     spark = spark_world.spark
     _table_with_rows(spark)
-    done = write_loaded(spark, _read(spark), LOAD, "{}", "reload-it", keep_deleted=True)
+    done = write_loaded(spark, _read(spark), LOAD, "{}", "reload-it", keep_deleted=True, mark=MARK)
     assert _rows(spark) == [
         (1, "a2", None, "r", False),
         (2, "b", "kept", "d", True),
@@ -80,11 +83,15 @@ def test_a_soft_reload_keeps_the_rows_only_the_mirror_has_as_deleted(
     ]
     assert (done.rows, done.bad, done.kept_deleted) == (2, 1, 2), done
     assert done.example == "5: name: not text", done
+    # the kept rows hold positions of their own (here [1, 1, 1|2|3, 0]): no mark recorded
+    assert recorded_mark(spark, TARGET) is None
 
 
 def test_a_hard_reload_replaces_every_row(spark_world: SparkWorld) -> None:
     spark = spark_world.spark
     _table_with_rows(spark)
-    done = write_loaded(spark, _read(spark), LOAD, "{}", "reload-it")
+    done = write_loaded(spark, _read(spark), LOAD, "{}", "reload-it", mark=MARK)
     assert _rows(spark) == [(1, "a2", None, "r", False), (4, "d", None, "r", False)]
     assert (done.rows, done.bad, done.kept_deleted) == (2, 1, 0), done
+    # the commit records the mark a scan of the rows' positions finds: no scan needed
+    assert recorded_mark(spark, TARGET) == scanned_mark(spark, TARGET, 4) == [0, 2, 99, 0]

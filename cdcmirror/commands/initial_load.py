@@ -36,7 +36,8 @@ from cdcmirror.load.partitions import (
 )
 from cdcmirror.load.plan import PENDING, TableLoad, load_columns, summary
 from cdcmirror.load.progress import TableProgress
-from cdcmirror.mirror.positions import binlog_file_index, loaded_position
+from cdcmirror.mirror.high_water import loaded
+from cdcmirror.mirror.positions import binlog_file_index, loaded_position, source_length
 from cdcmirror.table_properties import LOAD_PROPERTY
 
 logger = logging.getLogger(__name__)
@@ -230,8 +231,9 @@ def load_all(
         group = f"cdcmirror-load-{load.identifier}"
         with ProgressWatch(spark, group, load.identifier, estimate, ctx.on_progress):
             done = write_loaded(
-                spark, frame, load, summary(position, source_ts_us, 0), group, ctx.keep_deleted
-            )
+                spark, frame, load, summary(position, source_ts_us, 0), group, ctx.keep_deleted,
+                loaded(position, source_length(ctx.dialect)),
+            )  # fmt: skip
         ctx.on_progress(
             TableProgress(load.identifier, estimate, len(where), len(where), done.seconds,
                           rows=done.rows)

@@ -9,9 +9,11 @@ of the mark the batch started from and the source part of its newest change, whe
 was known.
 The mark of a table is read from its newest snapshot: the first snapshot, newest first,
 that records one, passing over file rewrites (``maintain``), which move no position. Any
-other snapshot that records none (the initial load, a re-load, a commit of another writer,
-a mirror batch that started without a mark) leaves it unknown, and then only a scan of the
-stored positions can tell it (``max_position_sql``). A table with no snapshot holds nothing.
+other snapshot that records none (a soft re-load, a commit of another writer, a mirror
+batch that started without a mark) leaves it unknown, and then only a scan of the
+stored positions can tell it (``max_position_sql``). The initial load and a hard re-load
+record the mark of the rows they wrote (``loaded``), so the first batch after them needs no
+such scan. A table with no snapshot holds nothing.
 
 The bound stays true whatever happens between two batches: a crash after a commit leaves
 a mark that covers the half-done batch (the re-run is older, and classified); a rollback
@@ -104,6 +106,18 @@ def summary(mark: Mark) -> dict[str, str]:
     ({'cdcmirror.high-water': '[1, 9, 0]'}, {})
     """
     return {} if mark is None else {HIGH_WATER: json.dumps(mark)}
+
+
+def loaded(position: Sequence[int], n: int) -> Mark:
+    """The mark of a table an initial load or a hard re-load replaced whole: every row holds
+    the load's ``position``, so its source part (``n`` elements) is what a scan of the
+    positions would find (above it for a load of no row: still a bound). A soft re-load's
+    kept rows hold positions of their own: its commits record none.
+
+    >>> loaded([0, 5000, 5000, -1, -1], 3)
+    [0, 5000, 5000]
+    """
+    return [int(x) for x in position[:n]]
 
 
 def max_position_sql(stored: str, n: int) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 from cdcmirror.load.columns import error_sql
 from cdcmirror.load.plan import SUMMARY_PROPERTY, TableLoad
 from cdcmirror.load.progress import TableProgress
+from cdcmirror.mirror.high_water import Mark
+from cdcmirror.mirror.high_water import summary as high_water_summary
 from cdcmirror.mirror.positions import position_literal
 from cdcmirror.spark.snapshot_guard import current_snapshot
 from cdcmirror.sql_text import as_of, q, spark_name
@@ -84,12 +86,19 @@ def read_converted(
 
 
 def write_loaded(
-    spark: Any, frame: Any, load: TableLoad, summary: str, group: str, keep_deleted: bool = False
+    spark: Any,
+    frame: Any,
+    load: TableLoad,
+    summary: str,
+    group: str,
+    keep_deleted: bool = False,
+    mark: Mark = None,
 ) -> Loaded:
-    """Replace the table's rows with ``frame``'s good ones, in one commit; with
-    ``keep_deleted`` (a soft re-load) the rows it had that the load does not have follow in
-    a second commit, marked deleted. A column of the table the load does not read (the
-    source dropped it) is NULL."""
+    """Replace the table's rows with ``frame``'s good ones, in one commit that records
+    ``mark`` (``high_water.loaded``; not with ``keep_deleted``); with ``keep_deleted`` (a
+    soft re-load) the rows it had that the load does not have follow in a second commit,
+    marked deleted. A column of the table the load does not read (the source dropped it) is
+    NULL."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -109,12 +118,13 @@ def write_loaded(
     started = time.monotonic()
     sc = spark.sparkContext
     sc.setJobGroup(group, f"cdcmirror initial load of {load.identifier}")
+    writer = good.writeTo(spark_name(load.identifier)).option(
+        f"snapshot-property.{SUMMARY_PROPERTY}", summary
+    )
+    for name, value in high_water_summary(None if keep_deleted else mark).items():
+        writer = writer.option(f"snapshot-property.{name}", value)
     try:
-        (
-            good.writeTo(spark_name(load.identifier))
-            .option(f"snapshot-property.{SUMMARY_PROPERTY}", summary)
-            .overwrite(F.lit(True))
-        )
+        writer.overwrite(F.lit(True))
         kept = _keep_deleted(spark, load, key, before) if before is not None else 0
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
