@@ -1,10 +1,10 @@
 """The random workload on a table of a million rows, mirrored in one big batch and then in
 many small ones, on the paths a big table takes: batches newer than the table MERGEd without
 a classification and without reading stored positions (``mirror/direct_merge.py``; the
-first one starts from the high-water mark the initial load recorded), insert-only batches appended, then the newest batch run again after a lost
-checkpoint, classified with its keys broadcast (``merge_sql.broadcasts_keys``). The rows the
-workload touched are compared with the source exactly, and ``reconcile --deep`` compares
-every row.
+first one starts from the high-water mark the initial load recorded), insert-only batches
+appended, then the newest batch run again after a lost checkpoint, classified with its keys
+broadcast (``merge_sql.broadcasts_keys``). The rows the workload touched are compared with
+the source exactly, and ``reconcile --deep`` compares every row.
 
 The source is filled by ``generate_series`` and loaded by Spark (``bootstrap`` with
 ``initial_load = "spark"``); the changes then go through Debezium."""
