@@ -259,8 +259,18 @@ def direct_merge_sql(
     ``restore_sql``). ``matched`` False: no MATCHED branch (the batch holds creates only:
     Spark appends what its anti join with the table keeps); ``inserts`` False: no NOT MATCHED
     branch (no create: an inner join, which can broadcast the batch)."""
-    args = (table, target, events, soft, bounds, inserts)
-    return merge_sql(*args, False, guarded=guarded, matched=matched, classified=False)
+    return merge_sql(
+        table,
+        target,
+        events,
+        soft,
+        bounds,
+        inserts=inserts,
+        placeholders=False,
+        guarded=guarded,
+        matched=matched,
+        classified=False,
+    )
 
 
 def stored_deletes_sql(
