@@ -225,6 +225,20 @@ def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
             f"mirror.metrics_port = {port} is not a TCP port; use 1-65535, or 0 for no "
             "metrics endpoint"
         )
+    version = values["iceberg"]["format_version"]
+    if version != 2:
+        reason = _FORMAT_REASONS.get(version, "is not an Iceberg format cdcmirror writes")
+        raise ConfigError(f"iceberg.format_version = {version} {reason}; use 2")
+
+
+# why each Iceberg format version but 2 is refused (``iceberg.format_version``)
+_FORMAT_REASONS = {
+    1: "has no row-level deletes, which every mirrored table's MERGE writes",
+    3: (
+        "(deletion vectors) is not supported yet: cdcmirror creates and evolves tables with "
+        "pyiceberg 0.12, which cannot write format-3 metadata (apache/iceberg-python#1551)"
+    ),
+}
 
 
 def _check_sasl(values: dict[str, dict[str, Any]]) -> None:

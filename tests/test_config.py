@@ -88,22 +88,33 @@ def test_mask_url_password_leaves_passwordless_urls() -> None:
 
 def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
     (tmp_path / "cdcmirror.toml").write_text(
-        "[source]\ntinyint1_as_boolean = false\n[iceberg]\nformat_version = 3\n"
+        "[source]\ntinyint1_as_boolean = false\n[maintain]\nevery_batches = 7\n"
     )
     config = load_config(environ={}, cwd=tmp_path)
     assert config.source.tinyint1_as_boolean is False
-    assert config.iceberg.format_version == 3
+    assert config.maintain.every_batches == 7
     env = {
         "CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "true",
-        "CDCMIRROR_ICEBERG__FORMAT_VERSION": "2",
+        "CDCMIRROR_MAINTAIN__EVERY_BATCHES": "20",
     }
     config = load_config(environ=env, cwd=tmp_path)
     assert config.source.tinyint1_as_boolean is True
-    assert config.iceberg.format_version == 2
+    assert config.maintain.every_batches == 20
     with pytest.raises(ConfigError, match="must be true or false"):
         load_config(environ={"CDCMIRROR_SOURCE__TINYINT1_AS_BOOLEAN": "maybe"}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="keyless_tables = 'drop' is not one of append, skip"):
         load_config(environ={"CDCMIRROR_SOURCE__KEYLESS_TABLES": "drop"}, cwd=tmp_path)
+
+
+def test_format_version_other_than_2_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Format 3 made bootstrap fail with no message (pyiceberg 0.12 cannot write format-3
+    metadata); format 1 has no row-level deletes. Both are refused when the config loads."""
+    assert load_config(environ={}, cwd=tmp_path).iceberg.format_version == 2
+    with pytest.raises(ConfigError, match=r"format_version = 3 .*pyiceberg.*use 2"):
+        load_config(environ={"CDCMIRROR_ICEBERG__FORMAT_VERSION": "3"}, cwd=tmp_path)
+    (tmp_path / "cdcmirror.toml").write_text("[iceberg]\nformat_version = 1\n")
+    with pytest.raises(ConfigError, match=r"format_version = 1 .*row-level deletes.*use 2"):
+        load_config(environ={}, cwd=tmp_path)
 
 
 def test_metrics_port_must_be_a_port(tmp_path: Path) -> None:
