@@ -6,8 +6,8 @@ conflict changes nothing and a retry starts from the new state)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +15,7 @@ from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.mirror.history_cap import checks_at
 from cdcmirror.spark.conflicts import retry_on_conflict
+from cdcmirror.spark.java_classes import iceberg_table
 from cdcmirror.spark.snapshot_expiry import cap_snapshots
 from cdcmirror.sql_text import sql_string
 
@@ -160,11 +161,24 @@ def maintain_table(
 
 
 def maintain_between_batches(
-    spark: Any, identifiers: list[str], settings: MaintainSettings | None, log: Any
+    spark: Any,
+    identifiers: list[str],
+    settings: MaintainSettings | None,
+    log: Any,
+    seen: dict[str, int | None] | None = None,
 ) -> None:
-    """``maintain_table`` of each table, each result one line of ``log`` (a logger)."""
+    """``maintain_table`` of each table, each result one line of ``log`` (a logger); with
+    ``seen`` (each table's current snapshot after this job last maintained it, kept there),
+    only the tables that something committed to since (``unchanged``): a job's idle tables
+    are not compacted, expired and listed for orphans again and again."""
     for identifier in identifiers:
+        current = _current_snapshot(spark, identifier)
+        if seen is not None and unchanged(seen, identifier, current):
+            log.debug("maintain of %s: nothing committed since the last one", identifier)
+            continue
         done = maintain_table(spark, identifier, settings or MaintainSettings(), log.debug)
+        if seen is not None:
+            seen[identifier] = _current_snapshot(spark, identifier)
         log.info(
             "maintained %s: %d -> %d data files, %d -> %d delete files",
             identifier,
@@ -175,6 +189,24 @@ def maintain_between_batches(
         )
 
 
+def unchanged(seen: Mapping[str, int | None], identifier: str, current: int | None) -> bool:
+    """Whether ``identifier``'s ``current`` snapshot is the one it had after this job last
+    maintained it (``seen``): nothing was committed since, so there is nothing to compact and
+    no snapshot to expire that was not there then.
+
+    >>> unchanged({"a.t": 7}, "a.t", 7), unchanged({"a.t": 7}, "a.t", 8), unchanged({}, "a.t", 7)
+    (True, False, False)
+    >>> unchanged({"a.t": None}, "a.t", None)  # still no snapshot
+    True
+    """
+    return identifier in seen and seen[identifier] == current
+
+
+def _current_snapshot(spark: Any, identifier: str) -> int | None:
+    snapshot = iceberg_table(spark, spark_name(identifier)).currentSnapshot()
+    return None if snapshot is None else int(snapshot.snapshotId())
+
+
 @dataclass(frozen=True)
 class JobMaintenance:
     """What the mirror job maintains between its batches."""
@@ -182,6 +214,8 @@ class JobMaintenance:
     every_batches: int = 0  # `maintain` of its tables every N batches (0: never)
     settings: MaintainSettings | None = None
     max_snapshots: int = 0  # each table's snapshots kept at most (``history_cap``; 0: no cap)
+    # each table's current snapshot after the job last maintained it (filled as it runs)
+    seen: dict[str, int | None] = field(default_factory=dict)
 
 
 def between_batches(
@@ -197,6 +231,6 @@ def between_batches(
     (Spark names) too."""
     every, cap = maintenance.every_batches, maintenance.max_snapshots
     if every and batch_id > 0 and batch_id % every == 0:
-        maintain_between_batches(spark, identifiers, maintenance.settings, log)
+        maintain_between_batches(spark, identifiers, maintenance.settings, log, maintenance.seen)
     if checks_at(batch_id, cap):
         cap_snapshots(spark, [spark_name(i) for i in identifiers] + tombstones, cap)
