@@ -12,7 +12,8 @@ not) into a copy of the mirrored table, 2R times on a session of the same catalo
 median of the second R (a fresh JVM is still warming up over the first ten). Needs
 the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
-``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job.
+``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job;
+``SMALL_BATCH_MAINTAIN_EVERY=N``: the job maintains its tables every N batches.
 
     .venv/bin/python benchmarks/small_batch.py [ROUNDS] [B] [--idle=N]   # default 40 of 100
 
@@ -65,6 +66,8 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
         print(f"Spark event log in {work / 'events'}", flush=True)
     if conf:
         extra["spark"] = {"conf": conf}
+    if os.environ.get("SMALL_BATCH_MAINTAIN_EVERY"):  # the job maintains every N batches
+        extra["maintain"] = {"every_batches": int(os.environ["SMALL_BATCH_MAINTAIN_EVERY"])}
     config = make_config(
         work,
         schema,

@@ -220,7 +220,8 @@ class Applier:
             logger.error("mirror batch %d: %s", batch_id, problem)
         names = [t.identifier for t in self.tables.values()] + list(self.streams)
         tombstones, maintenance = self._tombstones.made(), self.options.maintenance
-        between_batches(self.spark, batch_id, names, tombstones, maintenance, logger)
+        written = [s.table for s in stats if s.events]
+        between_batches(self.spark, batch_id, names, tombstones, maintenance, logger, written)
         seconds = time.monotonic() - started
         logger.info(
             "batch %d done in %.2fs (%s, tables %.2fs, dead letters %.2fs)",
