@@ -6,7 +6,10 @@ not cost a compaction, an expiry and an orphan listing in every batch that maint
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from cdcmirror.spark.maintenance import JobMaintenance, between_batches
 from cdcmirror.table_properties import MERGE_ON_READ
@@ -15,26 +18,23 @@ from integration_tests.conftest import SparkWorld
 NS = "job_maint_it"
 
 
-class _Lines:
-    """A logger that keeps its info lines."""
-
-    def __init__(self) -> None:
-        self.info_lines: list[str] = []
-
-    def info(self, message: str, *args: Any) -> None:
-        self.info_lines.append(message % args)
-
-    def debug(self, message: str, *args: Any) -> None:
-        pass
+LOG = logging.getLogger("cdcmirror.mirror")  # the job's logger, which says what it maintained
 
 
 def _batch(
-    spark: Any, job: JobMaintenance, batch: int, tables: list[str], applied: list[str]
+    caplog: pytest.LogCaptureFixture,
+    spark: Any,
+    job: JobMaintenance,
+    batch: int,
+    tables: list[str],
+    applied: list[str],
 ) -> list[str]:
     """The tables the job's housekeeping after ``batch`` (which ``applied`` those) maintained."""
-    log = _Lines()
-    between_batches(spark, batch, tables, [], job, log, applied)
-    return [line.split()[1].rstrip(":") for line in log.info_lines]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        between_batches(spark, batch, tables, [], job, LOG, applied)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("maintained ")]
+    return [line.split()[1].rstrip(":") for line in lines]
 
 
 def _files(spark: Any, table: str) -> int:
@@ -42,7 +42,7 @@ def _files(spark: Any, table: str) -> int:
 
 
 def test_only_the_tables_applied_since_their_last_maintenance_are_maintained(
-    spark_world: SparkWorld,
+    spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
 ) -> None:
     spark = spark_world.spark
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NS}")
@@ -56,13 +56,13 @@ def test_only_the_tables_applied_since_their_last_maintenance_are_maintained(
         for i in range(3):  # three small files, which a maintenance compacts into one
             spark.sql(f"INSERT INTO {table} VALUES ({i}L, 'v{i}')")
     job = JobMaintenance(every_batches=2)
-    assert _batch(spark, job, 1, tables, [busy]) == []  # not a batch that maintains
-    assert _batch(spark, job, 2, tables, [busy]) == [busy]
+    assert _batch(caplog, spark, job, 1, tables, [busy]) == []  # not a batch that maintains
+    assert _batch(caplog, spark, job, 2, tables, [busy]) == [busy]
     assert _files(spark, busy) == 1 and _files(spark, idle) == 3  # the idle one left alone
     spark.sql(f"UPDATE {busy} SET v = 'changed' WHERE id = 1")
-    assert _batch(spark, job, 3, tables, [busy, late]) == []
-    assert _batch(spark, job, 4, tables, []) == [busy, late]  # applied in batch 3
-    assert _batch(spark, job, 6, tables, []) == []  # nothing applied since
+    assert _batch(caplog, spark, job, 3, tables, [busy, late]) == []
+    assert _batch(caplog, spark, job, 4, tables, []) == [busy, late]  # applied in batch 3
+    assert _batch(caplog, spark, job, 6, tables, []) == []  # nothing applied since
     assert _files(spark, late) == 1 and _files(spark, idle) == 3
     rows = spark.sql(f"SELECT id, v FROM {busy} ORDER BY id").collect()
     assert [(r.id, r.v) for r in rows] == [(0, "v0"), (1, "changed"), (2, "v2")]

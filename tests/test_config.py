@@ -107,8 +107,9 @@ def test_bool_and_int_keys_from_file_and_environment(tmp_path: Path) -> None:
 
 
 def test_format_version_other_than_2_is_refused_with_the_reason(tmp_path: Path) -> None:
-    """Format 3 made bootstrap fail with no message (pyiceberg 0.12 cannot write format-3
-    metadata); format 1 has no row-level deletes. Both are refused when the config loads."""
+    """Format 3 was taken, and bootstrap then failed on pyiceberg's traceback (pyiceberg 0.12
+    cannot write format-3 metadata); format 1 has no row-level deletes. Both are refused
+    when the config loads."""
     assert load_config(environ={}, cwd=tmp_path).iceberg.format_version == 2
     with pytest.raises(ConfigError, match=r"format_version = 3 .*pyiceberg.*use 2"):
         load_config(environ={"CDCMIRROR_ICEBERG__FORMAT_VERSION": "3"}, cwd=tmp_path)
