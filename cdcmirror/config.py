@@ -225,6 +225,13 @@ def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
             f"mirror.metrics_port = {port} is not a TCP port; use 1-65535, or 0 for no "
             "metrics endpoint"
         )
+    retention = values["maintain"]["tombstone_retention_hours"]
+    if retention < 0:
+        raise ConfigError(
+            f"maintain.tombstone_retention_hours = {retention} is negative; use the hours a "
+            "replay can reach back (at least the Kafka topics' retention), or 0 to keep "
+            "tombstones for ever"
+        )
     version = values["iceberg"]["format_version"]
     if version != 2:
         reason = _FORMAT_REASONS.get(version, "is not an Iceberg format cdcmirror writes")

@@ -71,6 +71,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "snapshot_retention_hours": "int",
         "retain_last": "int",
         "orphan_age_hours": "int",
+        "tombstone_retention_hours": "int",
     },
     "spark": {"master": "str", "jars": "list", "conf": "table"},
 }
@@ -148,6 +149,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "snapshot_retention_hours": 24,
         "retain_last": 5,
         "orphan_age_hours": 72,
+        "tombstone_retention_hours": 168,  # 0: tombstones kept for ever
     },
     "spark": {"master": "local[2]", "jars": [], "conf": {}},
 }

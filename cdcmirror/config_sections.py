@@ -134,6 +134,7 @@ class Maintain(_Section):
     snapshot_retention_hours: int
     retain_last: int
     orphan_age_hours: int
+    tombstone_retention_hours: int
 
 
 @dataclass(frozen=True)

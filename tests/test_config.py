@@ -118,6 +118,18 @@ def test_format_version_other_than_2_is_refused_with_the_reason(tmp_path: Path) 
         load_config(environ={}, cwd=tmp_path)
 
 
+def test_tombstone_retention_defaults_to_a_week_and_may_not_be_negative(tmp_path: Path) -> None:
+    """Kafka's default retention is 168 hours: a replay reaches no further back. 0 keeps
+    tombstones for ever; a negative retention would prune tombstones of deletes not yet
+    made, and is refused."""
+    assert load_config(environ={}, cwd=tmp_path).maintain.tombstone_retention_hours == 168
+    env = {"CDCMIRROR_MAINTAIN__TOMBSTONE_RETENTION_HOURS": "0"}
+    assert load_config(environ=env, cwd=tmp_path).maintain.tombstone_retention_hours == 0
+    (tmp_path / "cdcmirror.toml").write_text("[maintain]\ntombstone_retention_hours = -1\n")
+    with pytest.raises(ConfigError, match=r"tombstone_retention_hours = -1 is negative.*0 to"):
+        load_config(environ={}, cwd=tmp_path)
+
+
 def test_metrics_port_must_be_a_port(tmp_path: Path) -> None:
     assert load_config(environ={}, cwd=tmp_path).mirror.metrics_port == 0  # off
     env = {"CDCMIRROR_MIRROR__METRICS_PORT": "9464"}

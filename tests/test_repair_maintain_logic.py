@@ -93,6 +93,10 @@ def test_maintain_report_shows_before_after_and_the_cut() -> None:
     assert "(110.0x fewer files)" in text
     (data,) = result_json([result])
     assert data["before"]["files"] == 220 and data["after"]["files"] == 2
+    assert data["tombstones_pruned"] == 0 and "tombstones" not in text
+    pruned = TableMaintenance("ns__cdcmirror.t__deleted", after, after, tombstones_pruned=7)
+    assert "; pruned 7 tombstones" in result_text([pruned])
+    assert result_json([pruned])[0]["tombstones_pruned"] == 7
 
 
 def test_retry_on_conflict_retries_conflicts_only() -> None:

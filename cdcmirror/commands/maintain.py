@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdcmirror.config import Config
+from cdcmirror.mirror.positions import source_length
 from cdcmirror.spark.maintenance import MaintainSettings, TableMaintenance
 
 
@@ -17,6 +18,8 @@ def settings_of(config: Config) -> MaintainSettings:
         snapshot_retention_hours=float(config.maintain.snapshot_retention_hours),
         retain_last=config.maintain.retain_last,
         orphan_age_hours=float(config.maintain.orphan_age_hours),
+        tombstone_retention_hours=float(config.maintain.tombstone_retention_hours),
+        position_length=source_length(config.source.dialect),
     )
 
 
@@ -41,14 +44,18 @@ def maintain(
     config: Config, only: list[str] | None, progress: Callable[[str], None]
 ) -> list[TableMaintenance]:
     from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.job_tables import internal_namespace
     from cdcmirror.spark.maintenance import maintain_table
     from cdcmirror.spark.session import build_spark_session
+    from cdcmirror.spark.tombstones import is_tombstone_table
 
     names = tables_to_maintain(config, load_catalog(config), only)
     spark = build_spark_session(config, "cdcmirror-maintain")
     settings = settings_of(config)
+    internal = internal_namespace(config)
     results = []
     for i, name in enumerate(names, 1):
         progress(f"[{i}/{len(names)}] {name}")
-        results.append(maintain_table(spark, name, settings, progress))
+        tombstones = is_tombstone_table(name, internal)
+        results.append(maintain_table(spark, name, settings, progress, tombstones))
     return results

@@ -29,6 +29,7 @@ def result_text(results: list[TableMaintenance]) -> str:
             f"  rewrote {r.rewritten_data_files} data and {r.rewritten_delete_files} delete "
             f"files; expired {r.expired_snapshots} snapshots; removed {r.orphans_removed} "
             "orphan files"
+            + (f"; pruned {r.tombstones_pruned} tombstones" if r.tombstones_pruned else "")
         )
     return "\n".join(lines)
 
@@ -43,6 +44,7 @@ def result_json(results: list[TableMaintenance]) -> list[dict[str, Any]]:
             "rewritten_delete_files": r.rewritten_delete_files,
             "expired_snapshots": r.expired_snapshots,
             "orphans_removed": r.orphans_removed,
+            "tombstones_pruned": r.tombstones_pruned,
         }
         for r in results
     ]

@@ -16,15 +16,18 @@ against 0.44 s for a batch's 20 deletes, measured in one local Spark session).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cdcmirror.cdc_columns import FIRST_OP, placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.positions import newer, source_length, went_backwards_sql
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import filled_sql, inserted_sql, kept_sql, newest_value_sql, toastable
+from cdcmirror.mirror.tombstone_pruning import PRUNED, pruned_case_sql
 from cdcmirror.sql_text import as_of, sql_string
 
-ACTIONS = ("insert", "update", "delete", "absent", "stale")
+ACTIONS = ("insert", "update", "delete", "absent", "stale", PRUNED)
 
 
 def keys_equal(table: MirrorTable, left: str, right: str) -> str:
@@ -114,13 +117,16 @@ def classify_sql(
     soft: bool,
     bounds: Bounds | None = None,
     broadcast: bool = False,
+    pruned_below: Sequence[int] | None = None,
 ) -> str:
     """Each deduplicated event with ``_cdc_action``: what it does to the stored row,
     ``_cdc_backwards``: a stale event that comes from a restarted source history
     (``positions.went_backwards_sql``). ``bounds``: the batch's key range
     (``key_range.py``), so only stored rows inside it are read. ``broadcast``: the stored
     rows are first cut to the batch's keys by a semi join with them broadcast
-    (``_stored_sql``)."""
+    (``_stored_sql``). ``pruned_below``: the mark of the tombstones pruned by age
+    (``tombstone_pruning.py``), under which a change of a key neither stored nor entombed is
+    ``pruned``."""
     n = source_length(table.dialect)
     stale_tomb = ""
     join_tomb = ""
@@ -144,7 +150,7 @@ def classify_sql(
         )
     absent_delete = "'delete'" if soft else "'absent'"
     action = (
-        f"CASE {stale_tomb}"
+        f"CASE {stale_tomb}{pruned_case_sql(pruned_below, n, bool(tombstones))}"
         f"WHEN t._cdc_position IS NULL THEN IF(s._cdc_op = 'd', {absent_delete}, 'insert') "
         f"WHEN {newer('s._cdc_position', 't._cdc_position', n)} "
         "THEN IF(s._cdc_op = 'd', 'delete', 'update') "

@@ -11,6 +11,7 @@ from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import unknown_columns_sql, unknown_sql
+from cdcmirror.mirror.tombstone_pruning import PRUNED, pruned_reason
 from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger("cdcmirror.mirror")
@@ -103,6 +104,21 @@ def unknown_toast_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool) -
         found,
     )
     return decoded_dead(bad, table, fail, raw), found
+
+
+def pruned_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool, mark: list[int]) -> Any:
+    """The classified changes the tombstones' pruned ``mark`` leaves unknown
+    (``tombstone_pruning.PRUNED``), as dead letters; called when the batch has some."""
+    bad = changes.where(f"_cdc_action = '{PRUNED}'").selectExpr(
+        "_cdc_partition", "_cdc_offset", f"{sql_string(pruned_reason(mark))} AS _cdc_error"
+    )
+    logger.error(
+        "%s: change(s) older than the pruned tombstones (up to %s) of keys neither stored "
+        "nor entombed dead-lettered",
+        table.identifier,
+        mark,
+    )
+    return decoded_dead(bad, table, fail, raw)
 
 
 def write_dead_letters(

@@ -42,6 +42,7 @@ from cdcmirror.spark.snapshot_guard import (
     recorded_mark,
     scanned_mark,
 )
+from cdcmirror.spark.tombstones import tombstone_marks
 from cdcmirror.sql_text import as_of
 
 
@@ -56,19 +57,25 @@ def batch_mark(
 ) -> Mark:
     """The high-water mark of ``target`` as snapshot ``read`` holds it, with its
     ``tombstones``: recorded by their snapshots, or, when not and the batch could go
-    without a classification, read from their positions (once: the batch's commits record
-    it from then on)."""
+    without a classification, read from the positions of the one that records none (once:
+    the batch's commits record it from then on; a pruning of the tombstones records none),
+    and never below the tombstones' pruned mark (``tombstone_pruning.py``: the positions of
+    the pruned ones are no longer there to scan)."""
     stored = [recorded_mark(spark, target)]
+    pruned: list[int] = []
     if tombstones:
-        stored.append(recorded_mark(spark, tombstones))
+        recorded, pruned = tombstone_marks(spark, tombstones)
+        stored.append(recorded)
     mark = highest(stored)
     if mark is not None or not could_go_direct(agg, soft):
-        return mark
+        return highest([mark, pruned])
     n = source_length(table.dialect)
-    scans = [scanned_mark(spark, as_of(target, read.id), n) if read.id is not None else []]
+    scans = [stored[0]]
+    if scans[0] is None:
+        scans[0] = scanned_mark(spark, as_of(target, read.id), n) if read.id is not None else []
     if tombstones:
-        scans.append(scanned_mark(spark, tombstones, n))
-    return highest(scans)
+        scans.append(stored[1] if stored[1] is not None else scanned_mark(spark, tombstones, n))
+    return highest([*scans, pruned])
 
 
 OBSERVED_WAIT = 10.0  # seconds, at most, for a MERGE's source counts after it ran

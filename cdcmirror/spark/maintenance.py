@@ -16,6 +16,7 @@ from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.mirror.history_cap import checks_at
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.snapshot_expiry import cap_snapshots
+from cdcmirror.spark.tombstone_prune import prune_tombstones
 from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,9 @@ class MaintainSettings:
     snapshot_retention_hours: float = 24.0
     retain_last: int = 5
     orphan_age_hours: float = 72.0
+    # tombstones older than this pruned (``spark/tombstone_prune.py``); 0: kept for ever
+    tombstone_retention_hours: float = 0.0
+    position_length: int = 3  # the source part of a position (``positions.source_length``)
 
 
 @dataclass
@@ -53,6 +57,7 @@ class TableMaintenance:
     rewritten_delete_files: int = 0
     expired_snapshots: int = 0
     orphans_removed: int = 0
+    tombstones_pruned: int = 0
 
 
 def file_counts(spark: Any, identifier: str) -> FileCounts:
@@ -102,18 +107,35 @@ def _remove_orphans(spark: Any, identifier: str, older_than: datetime) -> int:
     return len(orphans)
 
 
+def _prune(
+    spark: Any, identifier: str, settings: MaintainSettings, progress: Callable[[str], None]
+) -> int:
+    """The tombstones of ``identifier`` older than the settings' retention pruned (none when
+    it is 0); how many."""
+    if settings.tombstone_retention_hours <= 0:
+        return 0
+    now = datetime.now(tz=UTC).replace(tzinfo=None)
+    older = now - timedelta(hours=settings.tombstone_retention_hours)
+    progress(f"{identifier}: pruning tombstones older than {older:%Y-%m-%d %H:%M} UTC")
+    return prune_tombstones(spark, spark_name(identifier), older, settings.position_length)
+
+
 def maintain_table(
     spark: Any,
     identifier: str,
     settings: MaintainSettings,
     progress: Callable[[str], None],
+    tombstones: bool = False,
 ) -> TableMaintenance:
+    """``tombstones``: ``identifier`` is a tombstone table (``spark/tombstones.py``), whose
+    tombstones older than ``settings.tombstone_retention_hours`` are pruned first."""
+    pruned = _prune(spark, identifier, settings, progress) if tombstones else 0
     # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
     # catalog first and log a WARN with a stack trace for each procedure call
     table = sql_string(f"{CATALOG_NAME}.{identifier}")
     call = f"CALL {CATALOG_NAME}.system"
     before = file_counts(spark, identifier)
-    result = TableMaintenance(identifier, before, before)
+    result = TableMaintenance(identifier, before, before, tombstones_pruned=pruned)
     target = settings.target_file_size_mb * 1024 * 1024
 
     def rewrite_data() -> Any:

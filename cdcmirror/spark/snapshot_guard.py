@@ -48,7 +48,11 @@ def current_snapshot(spark: Any, target: str) -> Read:
 def holds_rows(spark: Any, target: str) -> bool:
     """Whether ``target``'s current snapshot may hold rows: False only when it has no snapshot
     or its summary counts none (a summary without the count may hold rows)."""
-    snapshot = iceberg_table(spark, target).currentSnapshot()
+    return snapshot_holds_rows(iceberg_table(spark, target).currentSnapshot())
+
+
+def snapshot_holds_rows(snapshot: Any) -> bool:
+    """``holds_rows`` of a table's current ``snapshot`` (Java, or None)."""
     return snapshot is not None and _records(snapshot) != 0
 
 
@@ -95,7 +99,7 @@ def foreign_parent(
     return None if parent is None else int(parent)
 
 
-def _history(table: Any) -> Iterator[tuple[str, Mapping[str, str]]]:
+def snapshot_history(table: Any) -> Iterator[tuple[str, Mapping[str, str]]]:
     """``(operation, summary)`` of ``table``'s snapshots, newest first, ``MAX_WALK`` at most
     (expired parents end it)."""
     snapshot = table.currentSnapshot()
@@ -109,7 +113,7 @@ def _history(table: Any) -> Iterator[tuple[str, Mapping[str, str]]]:
 
 def recorded_mark(spark: Any, target: str) -> Mark:
     """The high-water mark ``target``'s snapshots record (``high_water.recorded``)."""
-    return recorded(_history(iceberg_table(spark, target)))
+    return recorded(snapshot_history(iceberg_table(spark, target)))
 
 
 def scanned_mark(spark: Any, stored: str, n: int) -> Mark:
@@ -125,7 +129,7 @@ def batch_commit_summary(
     committed holds (empty when none is found). Only those are fetched: each entry of a Java
     map read from Python costs round trips (the whole summary: 6 % of a small batch's work in
     a py-spy profile, which slows the Python it samples)."""
-    for _, summary in _history(iceberg_table(spark, target)):
+    for _, summary in snapshot_history(iceberg_table(spark, target)):
         if summary.get(QUERY_ID) == props.get(QUERY_ID) and summary.get(BATCH_ID) == props.get(
             BATCH_ID
         ):

@@ -25,7 +25,6 @@ from cdcmirror.mirror.key_change import (
 )
 from cdcmirror.mirror.key_range import Bounds, bounds_of
 from cdcmirror.mirror.merge_sql import (
-    ACTIONS,
     append_merge_sql,
     broadcasts_keys,
     classify_sql,
@@ -44,23 +43,21 @@ from cdcmirror.mirror.positions import (
 )
 from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.mirror.toast import placeholder_sql
 from cdcmirror.mirror.toast_chain import unknown_sql
 from cdcmirror.spark import commits
+from cdcmirror.spark.action_counts import count_actions, count_exprs, unapplied_dead
 from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.dead_letters import decoded_dead, unknown_toast_dead
+from cdcmirror.spark.dead_letters import decoded_dead
 from cdcmirror.spark.direct_apply import DirectBatch, apply_direct, batch_mark
-from cdcmirror.spark.history_gap import history_restarted
 from cdcmirror.spark.kept import keep, let_go
 from cdcmirror.spark.snapshot_guard import (
     Read,
     current_snapshot,
     foreign_parent,
-    holds_rows,
     merge_on_read,
 )
 from cdcmirror.spark.suspect_uuids import report_suspect_uuids
-from cdcmirror.spark.tombstones import TombstoneTables
+from cdcmirror.spark.tombstones import Entombed, TombstoneTables, entombed
 from cdcmirror.sql_text import as_of
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
@@ -204,15 +201,13 @@ def _apply_keyed(tb: TableBatch, applied: Any, agg: Any, bounds: Bounds, dead: A
         _apply_direct(tb, applied, agg, bounds, read, tombstones)
         return dead
     with stats.phase("dedupe_classify"):
-        # an empty tombstone table is not joined (only this job writes it): no key entombed
-        entombing = tombstones if tombstones and holds_rows(spark, tombstones) else None
-        changes, counted = _classified(tb, applied, agg, bounds, entombing, read)
+        known = entombed(spark, tombstones)  # the tombstones and their pruned mark
+        changes, counted = _classified(tb, applied, agg, bounds, known, read)
     with stats.phase("counts"):
-        counts = _count_actions(table, changes, counted, agg, stats)
-        if counts.get("unknown"):
-            unknown, found = unknown_toast_dead(table, changes, tb.raw, tb.fail_on_dead_letter)
-            stats.dead_lettered += found
-            dead = unknown if dead is None else dead.unionByName(unknown)
+        counts = count_actions(table, changes, counted, agg, stats)
+        found = unapplied_dead(table, changes, counts, tb.raw, tb.fail_on_dead_letter, known, stats)
+        if found is not None:
+            dead = found if dead is None else dead.unionByName(found)
     if stats.inserts or stats.updates or stats.deletes:
         effective = changes.where(
             f"_cdc_action IN ('insert', 'update', 'delete') AND NOT {unknown_sql(table)}"
@@ -287,12 +282,13 @@ def _classified(
     applied: Any,
     agg: Any,
     bounds: Bounds,
-    tombstones: str | None,
+    known: Entombed,
     read: Read,
 ) -> tuple[Any, Any]:
     """The batch's newest event per key with its ``_cdc_action`` (``merge_sql.classify_sql``)
-    against the target as snapshot ``read`` holds it and its ``tombstones`` table, as the
-    view ``<view>_changes``, and the observation that counts them (``_count_actions``)."""
+    against the target as snapshot ``read`` holds it and the tombstones ``known`` (with
+    their pruned mark), as the view ``<view>_changes``, and the observation that counts them
+    (``action_counts.count_actions``)."""
     from pyspark.sql import Observation
 
     spark, table, view, target = tb.spark, tb.table, tb.view, tb.target
@@ -312,44 +308,21 @@ def _classified(
     broadcast = tb.stats.keys_broadcast = broadcasts_keys(agg.applied, read.rows)
     stored = as_of(target, read.id)
     classified = spark.sql(
-        classify_sql(table, view + "_deduped", stored, tombstones, tb.soft, bounds, broadcast)
+        classify_sql(
+            table,
+            view + "_deduped",
+            stored,
+            known.stored,
+            tb.soft,
+            bounds,
+            broadcast,
+            known.pruned_below,
+        )
     )
     # Counted by the job that computes it (an observation: no second job), and computed
     # once, before anything is written: a recomputation after the MERGE below would
     # classify against the new state (localCheckpoint is eager and cuts lineage).
     counted = Observation(f"cdcmirror_counts_{uuid.uuid4().hex}")
-    changes = classified.observe(counted, *_count_exprs(table)).localCheckpoint(eager=True)
+    changes = classified.observe(counted, *count_exprs(table)).localCheckpoint(eager=True)
     changes.createOrReplaceTempView(view + "_changes")
     return changes, counted
-
-
-def _count_exprs(table: MirrorTable) -> list[Any]:
-    """The classified changes per action, the ``unknown`` ones (an unchanged TOAST value known
-    nowhere) and the ``backwards`` ones (from a restarted source history)."""
-    from pyspark.sql import functions as F
-
-    return [
-        *(F.expr(f"count_if(_cdc_action = '{a}')").alias(a) for a in ACTIONS),
-        F.expr(f"count_if({unknown_sql(table)})").alias("unknown"),
-        F.expr("count_if(_cdc_backwards)").alias("backwards"),
-        F.expr(f"count_if({placeholder_sql(table)})").alias("placeholders"),
-    ]
-
-
-def _count_actions(
-    table: MirrorTable, changes: Any, counted: Any, agg: Any, stats: TableStats
-) -> dict[str, int]:
-    """The classified changes per action (and ``unknown``: events whose unchanged TOAST value
-    is known nowhere) into ``stats``; stops before anything of the table is written when a
-    change comes from a restarted source history."""
-    metrics = counted.get
-    counts = {a: int(metrics[a]) for a in ACTIONS if metrics[a]}
-    if metrics["backwards"]:
-        raise MirrorError(history_restarted(table, changes, int(metrics["backwards"])))
-    # superseded within the batch, or older than a truncate
-    stats.duplicates = max(0, agg.applied - sum(counts.values()))
-    stats.inserts = counts.get("insert", 0)
-    stats.updates = counts.get("update", 0)
-    stats.deletes = counts.get("delete", 0)
-    stats.stale = counts.get("stale", 0)
-    return {**counts, **{k: int(metrics[k]) for k in ("unknown", "placeholders")}}

@@ -4,11 +4,62 @@ re-snapshot) is not written back (``mirror/merge_sql.py`` classifies against the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.envelope import q, spark_name
+from cdcmirror.mirror.high_water import Mark, recorded
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.tombstone_pruning import PRUNED_BELOW, pruned_mark
+from cdcmirror.spark.java_classes import iceberg_table
+from cdcmirror.spark.snapshot_guard import snapshot_history, snapshot_holds_rows
+from cdcmirror.sql_text import as_of
+
+
+class Entombed(NamedTuple):
+    """What a batch's classification reads of a tombstone table, from one version of its
+    metadata (``mirror/tombstone_pruning.py``)."""
+
+    stored: str | None  # the tombstones to join, as of the snapshot read; None: none held
+    pruned_below: list[int] | None  # the mark of the tombstones pruned by age
+
+
+def entombed(spark: Any, tombstones: str | None) -> Entombed:
+    """The tombstone table ``tombstones`` (a Spark name; None: soft deletes) as a batch's
+    classification reads it: its current snapshot, pinned, when it holds rows (an empty one
+    is not joined: only this job writes it), and the pruned mark of the same metadata."""
+    if tombstones is None:
+        return Entombed(None, None)
+    table = iceberg_table(spark, tombstones)
+    mark = pruned_mark(table.properties().get(PRUNED_BELOW))
+    snapshot = table.currentSnapshot()
+    if not snapshot_holds_rows(snapshot):
+        return Entombed(None, mark)
+    return Entombed(as_of(tombstones, int(snapshot.snapshotId())), mark)
+
+
+def tombstone_marks(spark: Any, tombstones: str) -> tuple[Mark, list[int]]:
+    """The high-water mark the tombstone table ``tombstones`` (a Spark name) records in its
+    snapshots (``high_water.recorded``; None: not known) and its pruned mark (``[]``: none
+    pruned), from one load of it."""
+    table = iceberg_table(spark, tombstones)
+    pruned = pruned_mark(table.properties().get(PRUNED_BELOW))
+    return recorded(snapshot_history(table)), pruned or []
+
+
+SUFFIX = "__deleted"  # a tombstone table's name: the mirrored table's, then this
+
+
+def is_tombstone_table(identifier: str, namespace: str) -> bool:
+    """Whether ``identifier`` names a tombstone table of the mirror's own ``namespace``.
+
+    >>> is_tombstone_table("app__cdcmirror.items__deleted", "app__cdcmirror")
+    True
+    >>> is_tombstone_table("app_mirror.items__deleted", "app__cdcmirror")
+    False
+    """
+    space, _, name = identifier.rpartition(".")
+    return space == namespace and name.endswith(SUFFIX)
 
 
 class TombstoneTables:
@@ -24,7 +75,7 @@ class TombstoneTables:
 
     def ensure(self, spark: Any, table: MirrorTable) -> str:
         """The Spark name of ``table``'s tombstone table, made or widened if needed."""
-        name = f"{self.namespace}.{table.identifier.split('.')[-1]}__deleted"
+        name = f"{self.namespace}.{table.identifier.split('.')[-1]}{SUFFIX}"
         wanted = tuple(spark_type(table.column(k).iceberg) for k in table.key)
         if self._keys.get(name) == wanted:
             return spark_name(name)
