@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.spark.maintenance import JobMaintenance, between_batches
+from cdcmirror.spark.maintenance import JobMaintenance, MaintainSettings, between_batches
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld
 
@@ -28,11 +28,13 @@ def _batch(
     batch: int,
     tables: list[str],
     applied: list[str],
+    entombed: tuple[str, ...] = (),
 ) -> list[str]:
-    """The tables the job's housekeeping after ``batch`` (which ``applied`` those) maintained."""
+    """The tables the job's housekeeping after ``batch`` (which ``applied`` those and
+    appended to the ``entombed`` tombstone tables) maintained."""
     caplog.clear()
     with caplog.at_level(logging.INFO, logger=LOG.name):
-        between_batches(spark, batch, tables, [], job, LOG, applied)
+        between_batches(spark, batch, tables, [], job, LOG, applied, entombed)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("maintained ")]
     return [line.split()[1].rstrip(":") for line in lines]
 
@@ -66,3 +68,33 @@ def test_only_the_tables_applied_since_their_last_maintenance_are_maintained(
     assert _files(spark, late) == 1 and _files(spark, idle) == 3
     rows = spark.sql(f"SELECT id, v FROM {busy} ORDER BY id").collect()
     assert [(r.id, r.v) for r in rows] == [(0, "v0"), (1, "changed"), (2, "v2")]
+
+
+def test_the_tombstone_tables_it_appended_to_are_maintained_and_pruned(
+    spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tombstone table the job appended to since it last maintained it is maintained in
+    the next batch that maintains, its tombstones older than the retention pruned first
+    (``spark/tombstone_prune.py``); one it did not append to is left alone."""
+    spark = spark_world.spark
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NS}")
+    graves = [f"{NS}.items__deleted", f"{NS}.quiet__deleted"]
+    for grave in graves:
+        spark.sql(f"DROP TABLE IF EXISTS {grave}")
+        spark.sql(
+            f"CREATE TABLE {grave} (id BIGINT NOT NULL, _cdc_position ARRAY<BIGINT>, "
+            "_cdc_source_ts TIMESTAMP) USING iceberg"
+        )
+        for i, age in ((1, "10 DAYS"), (2, "10 DAYS"), (3, "1 HOURS")):  # a file each
+            spark.sql(
+                f"INSERT INTO {grave} VALUES ({i}, array(1, 1, {i}, 0, 0, {i}), "
+                f"current_timestamp() - INTERVAL {age})"
+            )
+    settings = MaintainSettings(tombstone_retention_hours=168, position_length=4)
+    job = JobMaintenance(every_batches=2, settings=settings)
+    assert _batch(caplog, spark, job, 1, [], [], (graves[0],)) == []
+    assert _batch(caplog, spark, job, 2, [], [], ()) == [graves[0]]
+    kept = spark.sql(f"SELECT id FROM {graves[0]}").collect()
+    assert [r.id for r in kept] == [3] and _files(spark, graves[0]) == 1
+    assert _files(spark, graves[1]) == 3  # not appended to: left alone
+    assert _batch(caplog, spark, job, 4, [], [], ()) == []  # nothing appended since

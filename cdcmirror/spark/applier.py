@@ -221,7 +221,9 @@ class Applier:
         names = [t.identifier for t in self.tables.values()] + list(self.streams)
         tombstones, maintenance = self._tombstones.made(), self.options.maintenance
         written = [s.table for s in stats if s.events]
-        between_batches(self.spark, batch_id, names, tombstones, maintenance, logger, written)
+        graves = [self._tombstones.identifier_of(s.table) for s in stats if s.entombed]
+        args = (names, tombstones, maintenance, logger, written, graves)
+        between_batches(self.spark, batch_id, *args)
         seconds = time.monotonic() - started
         logger.info(
             "batch %d done in %.2fs (%s, tables %.2fs, dead letters %.2fs)",

@@ -65,6 +65,11 @@ class TableStats:
             self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + spent
 
     @property
+    def entombed(self) -> bool:
+        """Whether the batch appended tombstones (its ``tombstones`` phase ran)."""
+        return "tombstones" in self.phase_seconds
+
+    @property
     def merge_seconds(self) -> float:
         """The MERGE (or append) of the table's rows, with its commit."""
         return self.phase_seconds.get("merge", 0.0)

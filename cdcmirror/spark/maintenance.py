@@ -182,18 +182,27 @@ def maintain_table(
 
 
 def maintain_between_batches(
-    spark: Any, identifiers: list[str], settings: MaintainSettings | None, log: Any
+    spark: Any,
+    identifiers: list[str],
+    settings: MaintainSettings | None,
+    log: Any,
+    tombstones: bool = False,
 ) -> None:
-    """``maintain_table`` of each table, each result one line of ``log`` (a logger)."""
+    """``maintain_table`` of each table (``tombstones``: tombstone tables, pruned first),
+    each result one line of ``log`` (a logger)."""
     for identifier in identifiers:
-        done = maintain_table(spark, identifier, settings or MaintainSettings(), log.debug)
+        done = maintain_table(
+            spark, identifier, settings or MaintainSettings(), log.debug, tombstones
+        )
+        pruned = f", {done.tombstones_pruned} tombstones pruned" if tombstones else ""
         log.info(
-            "maintained %s: %d -> %d data files, %d -> %d delete files",
+            "maintained %s: %d -> %d data files, %d -> %d delete files%s",
             identifier,
             done.before.data_files,
             done.after.data_files,
             done.before.delete_files,
             done.after.delete_files,
+            pruned,
         )
 
 
@@ -206,6 +215,8 @@ class JobMaintenance:
     max_snapshots: int = 0  # each table's snapshots kept at most (``history_cap``; 0: no cap)
     # the tables the job applied a batch to since it last maintained them (filled as it runs)
     applied: set[str] = field(default_factory=set)
+    # the tombstone tables it appended to since it last maintained them
+    entombed: set[str] = field(default_factory=set)
 
 
 def between_batches(
@@ -216,17 +227,23 @@ def between_batches(
     maintenance: JobMaintenance,
     log: Any,
     applied: Iterable[str] = (),
+    entombed: Iterable[str] = (),
 ) -> None:
     """The mirror job's housekeeping after batch ``batch_id``, which ``applied`` events to
-    those tables: `maintain` of its tables (``identifiers``) that it applied a batch to since
-    it last maintained them (``due``), and the bound on each table's snapshots, its
-    ``tombstones`` tables' (Spark names) too."""
+    those tables and appended tombstones to the ``entombed`` tombstone tables: `maintain` of
+    its tables (``identifiers``) that it applied a batch to since it last maintained them
+    (``due``) and of the tombstone tables it appended to (their old tombstones pruned), and
+    the bound on each table's snapshots, its ``tombstones`` tables' (Spark names) too."""
     every, cap = maintenance.every_batches, maintenance.max_snapshots
     maintenance.applied.update(applied)
+    maintenance.entombed.update(entombed)
     if every and batch_id > 0 and batch_id % every == 0:
         tables = due(identifiers, maintenance.applied)
         maintain_between_batches(spark, tables, maintenance.settings, log)
         maintenance.applied.difference_update(tables)
+        graves = sorted(maintenance.entombed)
+        maintain_between_batches(spark, graves, maintenance.settings, log, tombstones=True)
+        maintenance.entombed.clear()
     if checks_at(batch_id, cap):
         cap_snapshots(spark, [spark_name(i) for i in identifiers] + tombstones, cap)
 

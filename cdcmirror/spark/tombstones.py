@@ -69,13 +69,21 @@ class TombstoneTables:
         self.namespace = namespace
         self._keys: dict[str, tuple[str, ...]] = {}  # tombstone table -> key types
 
+    def identifier_of(self, table: str) -> str:
+        """The identifier of the tombstone table of the mirrored table ``table``.
+
+        >>> TombstoneTables("app__cdcmirror").identifier_of("app_mirror.items")
+        'app__cdcmirror.items__deleted'
+        """
+        return f"{self.namespace}.{table.split('.')[-1]}{SUFFIX}"
+
     def made(self) -> list[str]:
         """The Spark names of the tombstone tables this job has made or found."""
         return [spark_name(name) for name in self._keys]
 
     def ensure(self, spark: Any, table: MirrorTable) -> str:
         """The Spark name of ``table``'s tombstone table, made or widened if needed."""
-        name = f"{self.namespace}.{table.identifier.split('.')[-1]}{SUFFIX}"
+        name = self.identifier_of(table.identifier)
         wanted = tuple(spark_type(table.column(k).iceberg) for k in table.key)
         if self._keys.get(name) == wanted:
             return spark_name(name)
