@@ -120,6 +120,43 @@ def _prune(
     return prune_tombstones(spark, spark_name(identifier), older, settings.position_length)
 
 
+def rewrite_data_files(spark: Any, identifier: str, settings: MaintainSettings) -> Any:
+    """Iceberg's ``rewrite_data_files`` of the table: small files and every file with deletes
+    rewritten into ``target_file_size_mb`` files, dangling deletes removed; its result row."""
+    # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
+    # catalog first and log a WARN with a stack trace for each procedure call
+    table = sql_string(f"{CATALOG_NAME}.{identifier}")
+    target = settings.target_file_size_mb * 1024 * 1024
+
+    def rewrite() -> Any:
+        return spark.sql(
+            f"CALL {CATALOG_NAME}.system.rewrite_data_files(table => {table}, options => map("
+            f"'min-input-files', '{settings.min_input_files}', "
+            "'delete-file-threshold', '1', "
+            f"'target-file-size-bytes', '{target}', "
+            "'partial-progress.enabled', 'true', "
+            "'remove-dangling-deletes', 'true'))"
+        ).first()
+
+    return retry_on_conflict(rewrite, f"{identifier}: rewrite_data_files")
+
+
+def rewrite_position_deletes(spark: Any, identifier: str) -> Any:
+    """Iceberg's ``rewrite_position_delete_files`` of every delete file of the table: what
+    still deletes a row is rewritten, what deletes none (of files a compaction rewrote, which
+    ``rewrite_data_files`` leaves when they are as new as its start) is dropped; its result
+    row."""
+    table = sql_string(f"{CATALOG_NAME}.{identifier}")
+
+    def rewrite() -> Any:
+        return spark.sql(
+            f"CALL {CATALOG_NAME}.system.rewrite_position_delete_files(table => {table}, "
+            "options => map('rewrite-all', 'true'))"
+        ).first()
+
+    return retry_on_conflict(rewrite, f"{identifier}: rewrite_position_delete_files")
+
+
 def maintain_table(
     spark: Any,
     identifier: str,
@@ -136,31 +173,12 @@ def maintain_table(
     call = f"CALL {CATALOG_NAME}.system"
     before = file_counts(spark, identifier)
     result = TableMaintenance(identifier, before, before, tombstones_pruned=pruned)
-    target = settings.target_file_size_mb * 1024 * 1024
-
-    def rewrite_data() -> Any:
-        return spark.sql(
-            f"{call}.rewrite_data_files(table => {table}, options => map("
-            f"'min-input-files', '{settings.min_input_files}', "
-            "'delete-file-threshold', '1', "
-            f"'target-file-size-bytes', '{target}', "
-            "'partial-progress.enabled', 'true', "
-            "'remove-dangling-deletes', 'true'))"
-        ).first()
-
     progress(
         f"{identifier}: compacting {before.data_files} data and {before.delete_files} delete files"
     )
-    row = retry_on_conflict(rewrite_data, f"{identifier}: rewrite_data_files")
+    row = rewrite_data_files(spark, identifier, settings)
     result.rewritten_data_files = int(row.rewritten_data_files_count)
-
-    def rewrite_deletes() -> Any:
-        return spark.sql(
-            f"{call}.rewrite_position_delete_files(table => {table}, "
-            "options => map('rewrite-all', 'true'))"
-        ).first()
-
-    row = retry_on_conflict(rewrite_deletes, f"{identifier}: rewrite_position_delete_files")
+    row = rewrite_position_deletes(spark, identifier)
     result.rewritten_delete_files = int(row.rewritten_delete_files_count)
 
     now = datetime.now(tz=UTC).replace(tzinfo=None)
@@ -188,21 +206,26 @@ def maintain_between_batches(
     log: Any,
     tombstones: bool = False,
 ) -> None:
-    """``maintain_table`` of each table (``tombstones``: tombstone tables, pruned first),
-    each result one line of ``log`` (a logger)."""
+    """The job's maintenance of each table (``tombstones``: tombstone tables, their old
+    tombstones pruned first): the compaction alone (``rewrite_data_files``, which applies
+    the delete files, then ``rewrite_position_delete_files``, which drops those that delete
+    nothing any more), each result one line of ``log`` (a logger). A table's snapshots are
+    bounded by ``max_snapshots`` in every job; expiry by age and the orphan listing are
+    `cdcmirror maintain`'s: with two file counts they took 1.6 s of a busy table's 2.2 s
+    here, the two rewrites 0.5-0.6 s."""
+    settings = settings or MaintainSettings()
     for identifier in identifiers:
-        done = maintain_table(
-            spark, identifier, settings or MaintainSettings(), log.debug, tombstones
-        )
-        pruned = f", {done.tombstones_pruned} tombstones pruned" if tombstones else ""
+        pruned = _prune(spark, identifier, settings, log.debug) if tombstones else 0
+        data = rewrite_data_files(spark, identifier, settings)
+        deletes = rewrite_position_deletes(spark, identifier)
         log.info(
             "maintained %s: %d -> %d data files, %d -> %d delete files%s",
             identifier,
-            done.before.data_files,
-            done.after.data_files,
-            done.before.delete_files,
-            done.after.delete_files,
-            pruned,
+            int(data.rewritten_data_files_count),
+            int(data.added_data_files_count),
+            int(deletes.rewritten_delete_files_count),
+            int(deletes.added_delete_files_count),
+            f", {pruned} tombstones pruned" if tombstones else "",
         )
 
 
