@@ -157,6 +157,23 @@ def rewrite_position_deletes(spark: Any, identifier: str) -> Any:
     return retry_on_conflict(rewrite, f"{identifier}: rewrite_position_delete_files")
 
 
+def expire_by_age(spark: Any, identifier: str, settings: MaintainSettings) -> int:
+    """Iceberg's ``expire_snapshots`` of the snapshots older than the settings' retention
+    (the newest ``retain_last`` kept); how many manifest lists it deleted."""
+    table = sql_string(f"{CATALOG_NAME}.{identifier}")
+    now = datetime.now(tz=UTC).replace(tzinfo=None)
+    before = now - timedelta(hours=settings.snapshot_retention_hours)
+
+    def expire() -> Any:
+        return spark.sql(
+            f"CALL {CATALOG_NAME}.system.expire_snapshots(table => {table}, "
+            f"older_than => {_ts(before)}, retain_last => {max(1, settings.retain_last)})"
+        ).first()
+
+    row = retry_on_conflict(expire, f"{identifier}: expire_snapshots")
+    return int(row.deleted_manifest_lists_count or 0)
+
+
 def maintain_table(
     spark: Any,
     identifier: str,
@@ -167,10 +184,6 @@ def maintain_table(
     """``tombstones``: ``identifier`` is a tombstone table (``spark/tombstones.py``), whose
     tombstones older than ``settings.tombstone_retention_hours`` are pruned first."""
     pruned = _prune(spark, identifier, settings, progress) if tombstones else 0
-    # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
-    # catalog first and log a WARN with a stack trace for each procedure call
-    table = sql_string(f"{CATALOG_NAME}.{identifier}")
-    call = f"CALL {CATALOG_NAME}.system"
     before = file_counts(spark, identifier)
     result = TableMaintenance(identifier, before, before, tombstones_pruned=pruned)
     progress(
@@ -181,18 +194,8 @@ def maintain_table(
     row = rewrite_position_deletes(spark, identifier)
     result.rewritten_delete_files = int(row.rewritten_delete_files_count)
 
+    result.expired_snapshots = expire_by_age(spark, identifier, settings)
     now = datetime.now(tz=UTC).replace(tzinfo=None)
-    expire_before = now - timedelta(hours=settings.snapshot_retention_hours)
-
-    def expire() -> Any:
-        return spark.sql(
-            f"{call}.expire_snapshots(table => {table}, older_than => {_ts(expire_before)}, "
-            f"retain_last => {max(1, settings.retain_last)})"
-        ).first()
-
-    row = retry_on_conflict(expire, f"{identifier}: expire_snapshots")
-    result.expired_snapshots = int(row.deleted_manifest_lists_count or 0)
-
     orphan_age = max(MIN_ORPHAN_AGE_HOURS, settings.orphan_age_hours)
     result.orphans_removed = _remove_orphans(spark, identifier, now - timedelta(hours=orphan_age))
     result.after = file_counts(spark, identifier)
@@ -205,19 +208,22 @@ def maintain_between_batches(
     settings: MaintainSettings | None,
     log: Any,
     tombstones: bool = False,
+    expire: bool = False,
 ) -> None:
     """The job's maintenance of each table (``tombstones``: tombstone tables, their old
     tombstones pruned first): the compaction alone (``rewrite_data_files``, which applies
     the delete files, then ``rewrite_position_delete_files``, which drops those that delete
     nothing any more), each result one line of ``log`` (a logger). A table's snapshots are
-    bounded by ``max_snapshots`` in every job; expiry by age and the orphan listing are
-    `cdcmirror maintain`'s: with two file counts they took 1.6 s of a busy table's 2.2 s
-    here, the two rewrites 0.5-0.6 s."""
+    bounded by ``max_snapshots`` in every job (``expire``: it is 0, and they are expired by
+    age here too); expiry by age and the orphan listing are `cdcmirror maintain`'s: with two
+    file counts they took 1.6 s of a busy table's 2.2 s here, the two rewrites 0.5-0.6 s."""
     settings = settings or MaintainSettings()
     for identifier in identifiers:
         pruned = _prune(spark, identifier, settings, log.debug) if tombstones else 0
         data = rewrite_data_files(spark, identifier, settings)
         deletes = rewrite_position_deletes(spark, identifier)
+        if expire:
+            expire_by_age(spark, identifier, settings)
         log.info(
             "maintained %s: %d -> %d data files, %d -> %d delete files%s",
             identifier,
@@ -262,10 +268,11 @@ def between_batches(
     maintenance.entombed.update(entombed)
     if every and batch_id > 0 and batch_id % every == 0:
         tables = due(identifiers, maintenance.applied)
-        maintain_between_batches(spark, tables, maintenance.settings, log)
+        settings, expire = maintenance.settings, not cap  # no bound: expired by age
+        maintain_between_batches(spark, tables, settings, log, expire=expire)
         maintenance.applied.difference_update(tables)
         graves = sorted(maintenance.entombed)
-        maintain_between_batches(spark, graves, maintenance.settings, log, tombstones=True)
+        maintain_between_batches(spark, graves, settings, log, tombstones=True, expire=expire)
         maintenance.entombed.clear()
     if checks_at(batch_id, cap):
         cap_snapshots(spark, [spark_name(i) for i in identifiers] + tombstones, cap)
