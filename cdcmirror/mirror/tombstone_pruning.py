@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from cdcmirror.mirror.high_water import max_position_sql
 from cdcmirror.mirror.positions import newer, position_literal
 
 PRUNED_BELOW = "cdcmirror.tombstones-pruned-below"  # tombstone table property: JSON list
@@ -41,36 +42,17 @@ def pruned_mark(text: str | None) -> list[int] | None:
     return [int(x) for x in json.loads(text)] if text else None
 
 
-def raised_mark(stored: Sequence[int] | None, pruned: Sequence[int]) -> list[int]:
-    """The mark after a pruning that removed tombstones up to ``pruned`` (source part):
-    never below the ``stored`` one.
-
-    >>> raised_mark([1, 90, 90], [1, 50, 50]), raised_mark(None, [1, 50, 50])
-    ([1, 90, 90], [1, 50, 50])
-    >>> raised_mark([1, 50, 50], [1, 60, 61])
-    [1, 60, 61]
-    """
-    if stored is not None and list(stored) >= list(pruned):
-        return list(stored)
-    return list(pruned)
-
-
-def _ts(cutoff: str) -> str:
-    return f"TIMESTAMP '{cutoff}'"
-
-
 def prunable_sql(tombstones: str, cutoff: str, n: int) -> str:
     """Spark SQL: the newest source position (first ``n`` elements, JSON text; NULL: none)
     of the tombstones whose source commit is before ``cutoff`` (``YYYY-MM-DD HH:MM:SS``,
-    the session's time zone). A tombstone without a commit time is never pruned.
+    the session's time zone; ``high_water.max_position_sql`` over them). A tombstone without
+    a commit time is never pruned.
 
     >>> prunable_sql("ns.t__deleted", "2026-11-27 00:00:00", 3)
-    "SELECT to_json(max(slice(_cdc_position, 1, 3))) FROM ns.t__deleted WHERE _cdc_source_ts < TIMESTAMP '2026-11-27 00:00:00'"
+    "SELECT to_json(max(slice(_cdc_position, 1, 3))) AS mark FROM (SELECT _cdc_position FROM ns.t__deleted WHERE _cdc_source_ts < TIMESTAMP '2026-11-27 00:00:00') aged"
     """  # noqa: E501
-    return (
-        f"SELECT to_json(max(slice(_cdc_position, 1, {n}))) FROM {tombstones} "
-        f"WHERE _cdc_source_ts < {_ts(cutoff)}"
-    )
+    aged = f"SELECT _cdc_position FROM {tombstones} WHERE _cdc_source_ts < TIMESTAMP '{cutoff}'"
+    return max_position_sql(f"({aged}) aged", n)
 
 
 def covered_sql(position: str, mark: Sequence[int], n: int) -> str:

@@ -10,16 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from cdcmirror.mirror.high_water import scanned
-from cdcmirror.mirror.tombstone_pruning import (
-    PRUNED_BELOW,
-    covered_sql,
-    prunable_sql,
-    prune_sql,
-    pruned_mark,
-    raised_mark,
-)
+from cdcmirror.mirror.positions import later_mark
+from cdcmirror.mirror.tombstone_pruning import PRUNED_BELOW, covered_sql, prunable_sql, prune_sql
 from cdcmirror.spark.conflicts import retry_on_conflict
 from cdcmirror.spark.java_classes import iceberg_table
+from cdcmirror.spark.tombstones import pruned_of
 from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
@@ -35,8 +30,8 @@ def prune_tombstones(spark: Any, tombstones: str, older_than: datetime, n: int) 
     found = scanned(spark.sql(prunable_sql(tombstones, cutoff, n)).head()[0])
     if not found:  # none that old ([]), or a position with an element missing (None)
         return 0
-    stored = pruned_mark(iceberg_table(spark, tombstones).properties().get(PRUNED_BELOW))
-    mark = raised_mark(stored, found)
+    stored = pruned_of(iceberg_table(spark, tombstones))
+    mark = later_mark(stored or [], found, n)
     if mark != stored:
         text = sql_string(json.dumps(mark))
         spark.sql(f"ALTER TABLE {tombstones} SET TBLPROPERTIES ('{PRUNED_BELOW}' = {text})")

@@ -31,7 +31,7 @@ def entombed(spark: Any, tombstones: str | None) -> Entombed:
     if tombstones is None:
         return Entombed(None, None)
     table = iceberg_table(spark, tombstones)
-    mark = pruned_mark(table.properties().get(PRUNED_BELOW))
+    mark = pruned_of(table)
     snapshot = table.currentSnapshot()
     if not snapshot_holds_rows(snapshot):
         return Entombed(None, mark)
@@ -43,8 +43,12 @@ def tombstone_marks(spark: Any, tombstones: str) -> tuple[Mark, list[int]]:
     snapshots (``high_water.recorded``; None: not known) and its pruned mark (``[]``: none
     pruned), from one load of it."""
     table = iceberg_table(spark, tombstones)
-    pruned = pruned_mark(table.properties().get(PRUNED_BELOW))
-    return recorded(snapshot_history(table)), pruned or []
+    return recorded(snapshot_history(table)), pruned_of(table) or []
+
+
+def pruned_of(table: Any) -> list[int] | None:
+    """The pruned mark a tombstone table (Java, loaded) holds (None: nothing pruned)."""
+    return pruned_mark(table.properties().get(PRUNED_BELOW))
 
 
 SUFFIX = "__deleted"  # a tombstone table's name: the mirrored table's, then this
