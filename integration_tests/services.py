@@ -187,12 +187,20 @@ def consume(topic: str, count: int, timeout: float = 90.0) -> list[Record]:
 
 def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
     """Every record (key, value) the topic holds now, partition by partition, in order."""
+    return [(key, value) for _, _, key, value in placed_records(topic, timeout)]
+
+
+def placed_records(
+    topic: str, timeout: float = 60.0
+) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """Every record the topic holds now as (partition, offset, key, value), partition by
+    partition, in offset order."""
     from confluent_kafka import TopicPartition
 
     consumer = Consumer(
         {"bootstrap.servers": KAFKA, "group.id": unique("all"), "enable.auto.commit": False}
     )
-    records: list[Record] = []
+    records: list[tuple[int, int, bytes | None, bytes | None]] = []
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         for p in sorted(partitions):
@@ -207,7 +215,7 @@ def all_records(topic: str, timeout: float = 60.0) -> list[Record]:
                     idle += 1
                     continue
                 idle, offset = 0, msg.offset() or 0
-                records.append((msg.key(), msg.value()))
+                records.append((p, offset, msg.key(), msg.value()))
     finally:
         consumer.close()
     return records
