@@ -130,9 +130,11 @@ def test_maintain_prunes_aged_tombstones_and_a_replay_of_deleted_rows_stays_out(
     assert set(gone) <= entombed_ids
     # the deletes made ten days ago: older than the default retention (168 hours)
     spark.sql(f"UPDATE {tombstones} SET _cdc_source_ts = _cdc_source_ts - INTERVAL 10 DAYS")
-    result = run_cli(pg.config_path, "--output", "json", "maintain")
+    # the table named: it and its tombstone table maintained, not the dead letters
+    result = run_cli(pg.config_path, "--output", "json", "maintain", "--table", "items")
     assert result.exit_code == 0, result.output
     report = {r["table"]: r for r in json.loads(result.stdout)}
+    assert sorted(report) == sorted([pg.identifier, tombstones]), report
     assert report[tombstones]["tombstones_pruned"] >= len(gone), report[tombstones]
     assert spark.sql(f"SELECT count(*) FROM {tombstones}").first()[0] == 0
     # Debezium-style replay: the deleted keys' earlier events sent again
@@ -156,3 +158,9 @@ def test_maintain_prunes_aged_tombstones_and_a_replay_of_deleted_rows_stays_out(
         f"SELECT key, error FROM {pg.dead_letter} WHERE error LIKE 'older than the tombstones%'"
     ).collect()
     assert {key_of(bytes(r.key)) for r in dead} == set(gone), dead
+    # a full run: every table, the mirror's own too; nothing left to prune
+    result = run_cli(pg.config_path, "--output", "json", "maintain")
+    assert result.exit_code == 0, result.output
+    report = {r["table"]: r for r in json.loads(result.stdout)}
+    assert {pg.identifier, tombstones, pg.dead_letter} <= set(report), report
+    assert report[tombstones]["tombstones_pruned"] == 0, report[tombstones]

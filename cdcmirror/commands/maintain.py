@@ -24,20 +24,24 @@ def settings_of(config: Config) -> MaintainSettings:
 
 
 def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> list[str]:
-    """The mirrored tables and the streams' (or the named ones) and, for a full run, the
-    mirror's own tables (hard-delete tombstones, dead letters), which grow by small commits
-    too."""
+    """The mirrored tables and the streams' (or the named ones) and the mirror's own tables,
+    which grow by small commits too: for a full run all of them (hard-delete tombstones, dead
+    letters), for named tables their tombstone tables (whose old tombstones are pruned)."""
     from cdcmirror.catalog.mirrored import list_tables
     from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
     from cdcmirror.commands.streams import job_streams
+    from cdcmirror.spark.tombstones import TombstoneTables
 
     streams = job_streams(config, catalog, only) if config.streams else None
     required = not (streams and streams.tables)
-    names = [t.identifier for t in cdc_tables(config, catalog, only, required)]
-    names += streams.identifiers if streams else []
+    cdc = [t.identifier for t in cdc_tables(config, catalog, only, required)]
+    names = cdc + (streams.identifiers if streams else [])
+    namespace = internal_namespace(config)
+    internal = [t.identifier for t in list_tables(catalog, namespace)]
     if not only:
-        names += [t.identifier for t in list_tables(catalog, internal_namespace(config))]
-    return names
+        return names + internal
+    graves = [TombstoneTables(namespace).identifier_of(name) for name in cdc]
+    return names + [name for name in graves if name in internal]
 
 
 def maintain(
