@@ -1,5 +1,5 @@
 """An empty tombstone table is not joined by the classification (``spark/table_apply.py``,
-``snapshot_guard.holds_rows``): on real Iceberg tables, the classification without it equals
+``tombstones.entombed``): on real Iceberg tables, the classification without it equals
 the one that joins it while it is empty, and once it holds a tombstone it is joined again
 (without it, an older change of a deleted key would be inserted)."""
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdcmirror.mirror.merge_sql import classify_sql
-from cdcmirror.spark.snapshot_guard import holds_rows
-from cdcmirror.spark.tombstones import TombstoneTables
+from cdcmirror.spark.tombstones import TombstoneTables, entombed
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_merge_sql_iceberg import TABLE, _setup
 
@@ -20,6 +19,11 @@ BATCH = (  # deduplicated events: 1 and 2 stored older, 3 never stored
     "(3L, 'b3', 'c', array(1L, 1L, 20L, 0L, 0L, 3L), current_timestamp()) "
     "AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts)"
 )
+
+
+def holds_rows(spark: Any, tombstones: str) -> bool:
+    """Whether the classification joins the tombstones (their snapshot, pinned)."""
+    return entombed(spark, tombstones).stored is not None
 
 
 def _actions(spark: Any, tombstones: str | None) -> list[tuple[Any, ...]]:

@@ -45,14 +45,9 @@ def current_snapshot(spark: Any, target: str) -> Read:
     return Read(int(snapshot.snapshotId()), _records(snapshot) or 0)
 
 
-def holds_rows(spark: Any, target: str) -> bool:
-    """Whether ``target``'s current snapshot may hold rows: False only when it has no snapshot
-    or its summary counts none (a summary without the count may hold rows)."""
-    return snapshot_holds_rows(iceberg_table(spark, target).currentSnapshot())
-
-
 def snapshot_holds_rows(snapshot: Any) -> bool:
-    """``holds_rows`` of a table's current ``snapshot`` (Java, or None)."""
+    """Whether a table's current ``snapshot`` (Java, or None) may hold rows: False only when
+    there is none or its summary counts none (a summary without the count may hold rows)."""
     return snapshot is not None and _records(snapshot) != 0
 
 
