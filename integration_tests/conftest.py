@@ -33,6 +33,7 @@ def stack() -> Iterator[Stack]:
     bad = [s for s in statuses if s.state != "healthy"]
     if bad:
         pytest.fail(f"stack not healthy: {bad}")
+    services.sweep_dead()  # what killed runs left running (made_ledger.py)
     yield st
     services.forget_made()
 

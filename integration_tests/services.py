@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,6 +23,7 @@ from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 from cdcmirror.stack.health import delete_topics, topics_named
 from cdcmirror.stack.layout import CONNECT_LOGIN
+from integration_tests import made_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_USER = "cdcmirror_admin"
@@ -43,12 +47,18 @@ MADE: list[str] = []
 def unique(prefix: str) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     MADE.append(name)
+    made_ledger.record(name)
     return name
 
 
 @contextmanager
 def forgetting_made() -> Iterator[None]:
-    """For scripts (benchmarks, chaos): forget_made() when the block ends, however it ends."""
+    """For scripts (benchmarks, chaos): what killed runs left removed first
+    (``sweep_dead``), then forget_made() when the block ends, however it ends (a SIGTERM,
+    as ``timeout`` sends, ends it as an exit would)."""
+    sweep_dead()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         yield
     finally:
@@ -63,7 +73,39 @@ def forget_made() -> None:
     of partitions, gigabytes), and a broker killed by a chaos fault recovers each of them
     before it listens again.
     """
-    made = tuple(MADE)
+    forget(tuple(MADE))
+    MADE.clear()
+    made_ledger.forgotten()
+
+
+def sweep_dead() -> None:
+    """Remove what test and benchmark processes that ended before their cleanup made
+    (``made_ledger``): their connectors, topics and slots, and the PostgreSQL schemas and
+    MariaDB databases of those names."""
+    with made_ledger.sweeping() as mine:
+        if not mine:
+            return
+        for ledger, names in made_ledger.dead_ledgers().items():
+            forget(tuple(names))
+            try:
+                with pg_connect() as conn:
+                    for name in names:
+                        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+            except psycopg.OperationalError:
+                pass  # no PostgreSQL on this machine: nothing made there
+            try:
+                with maria_connect() as maria, maria.cursor() as cur:
+                    for name in names:
+                        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            except pymysql.err.OperationalError:
+                pass  # no MariaDB on this machine: nothing made there
+            ledger.unlink()
+
+
+def forget(made: tuple[str, ...]) -> None:
+    """Delete the connectors, Kafka topics and replication slots named after ``made``."""
+    if not made:
+        return
     client = connect_client()
     for connector in client.names():
         if any(name in connector for name in made):
@@ -79,7 +121,6 @@ def forget_made() -> None:
     for slot in slots:
         if any(name in slot for name in made):
             drop_slot(slot)
-    MADE.clear()
 
 
 def pg_connect(dbname: str = TEST_DATABASE) -> psycopg.Connection[Any]:
