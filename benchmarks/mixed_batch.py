@@ -34,8 +34,11 @@ Prints the batch's seconds and phases (from the applier's log), its Spark jobs a
 driver JVM's peak heap, the bounds, and the ratios bound / batch. After each round the
 mirrored table is compared with the source row by row (a mismatch stops the benchmark).
 Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
+``--format=F`` (``json``, the default; ``json-schemaless``; ``avro``) is the Kafka format of
+the events, and ``read + parse`` parses that format (Spark's ``from_avro`` of each record's
+body after its 5-byte frame, with its schema from the registry, for Avro).
 
-    .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold]   # default 100000 rows, R=3
+    .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F]   # 100000, R=3
 """
 
 from __future__ import annotations
@@ -84,11 +87,16 @@ def mixed_statements(schema: str, n: int) -> list[str]:
     ]
 
 
+FORMAT = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--format=")), "json")
+
+
 def main(n: int, runs: int) -> None:
     schema = create_source("benchx", n)
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
+    print(f"format {FORMAT}", flush=True)
     env = {
         **services.schema_source_env(schema),
+        "CDCMIRROR_KAFKA__FORMAT": FORMAT,
         "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH": str(3 * n),  # room for transaction markers
         "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
         "CDCMIRROR_BOOTSTRAP__INITIAL_LOAD": "debezium",  # the snapshot goes through Kafka
@@ -213,13 +221,41 @@ def read_and_parse(config: Config, topic: str, start: int, end: int) -> float:
             {topic: {0: (start, end)}},
             config.mirror.events_per_task,
         )
-        parsed = records.select(
-            F.from_json(F.expr("CAST(value AS STRING)"), envelope_ddl(table, True)).alias("e")
-        ).select("e.payload.after.*", "e.payload.op", "e.payload.source.*")
+        if FORMAT == "avro":
+            parsed = avro_parsed(config, records)
+        else:
+            with_schemas = FORMAT == "json"
+            envelope = F.from_json(
+                F.expr("CAST(value AS STRING)"), envelope_ddl(table, with_schemas)
+            )
+            top = "e.payload" if with_schemas else "e"
+            parsed = records.select(envelope.alias("e")).select(
+                f"{top}.after.*", f"{top}.op", f"{top}.source.*"
+            )
         started = time.monotonic()
         parsed.write.format("noop").mode("overwrite").save()
         seconds.append(time.monotonic() - started)
     return min(seconds)
+
+
+def avro_parsed(config: Config, records: Any) -> Any:
+    """The records' Avro bodies read by Spark's ``from_avro``, each with its schema id's
+    schema from the registry (the ids found with a job of their own, not timed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from cdcmirror.mirror.avro import HEADER, SCHEMA_ID_SQL
+    from cdcmirror.mirror.registry import SchemaRegistry
+
+    framed = records.withColumn("sid", F.expr(SCHEMA_ID_SQL))
+    ids = [int(r.sid) for r in framed.select("sid").distinct().collect() if r.sid is not None]
+    registry = SchemaRegistry(config.kafka.schema_registry_url, auth=config.kafka.registry_auth)
+    body = F.expr(f"substring(value, {HEADER + 1})")
+    columns = [
+        F.when(F.col("sid") == sid, from_avro(body, text)).alias(f"e{sid}")
+        for sid, text in registry.schemas(ids).items()
+    ]
+    return framed.select(*columns)
 
 
 def batch_figures(lines: list[str]) -> dict[str, Any]:
