@@ -11,6 +11,7 @@ The source is filled by ``generate_series`` and loaded by Spark (``bootstrap`` w
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import json
 import os
@@ -152,10 +153,8 @@ def _split_key_changes(m: Mirrored, lines: list[dict[str, Any]]) -> list[int]:
     offsets = sorted(lsns)
     split = []
     for line in lines:
-        start = line["starts"]["0"]
-        after = [o for o in offsets if o >= start]
-        before = [o for o in offsets if o < start]
-        if after and before and lsns[after[0]] == lsns[before[-1]]:
+        i = bisect.bisect_left(offsets, line["starts"]["0"])  # its first change's offset
+        if 0 < i < len(offsets) and lsns[offsets[i]] == lsns[offsets[i - 1]]:
             split.append(line["batch"])
     return split
 
