@@ -879,6 +879,28 @@ def test_json_without_schemas_running_job_follows_a_widened_column(
     assert kind == "bigint"
 
 
+def test_json_without_schemas_batches_are_read_once_in_known_field_names(
+    pg_schemaless: Mirrored, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Schemaless JSON: once the job applied events of a table's field names (kept in the
+    checkpoint), its batches of events with those names are read from Kafka once by their
+    decode, without a first look; the table equals the source."""
+    m = pg_schemaless
+    sc.settle(m)
+    m.mirror()  # learns the field names, or keeps them
+    m.workload.run(150)
+    sc.settle(m)
+    with caplog.at_level(logging.INFO, logger="cdcmirror"):
+        m.mirror()
+    lines = [r.getMessage() for r in caplog.records]
+    tables = [json.loads(x.split(" ", 2)[2]) for x in lines if x.startswith("mirror batch {")]
+    assert sum(t["events"] for t in tables if t["table"] == m.identifier) > 150, lines
+    assert not [x for x in lines if "a first look at its records" in x], lines
+    # in the names the checkpoint kept, not in those of its first records
+    assert not [x for x in lines if "in the row schemas of its first records" in x], lines
+    m.assert_same()
+
+
 def test_json_without_schemas_stopped_table_events_are_replayed(
     pg_schemaless: Mirrored,
 ) -> None:

@@ -92,7 +92,7 @@ def test_each_table_and_stream_of_a_batch_reads_its_own_ranges() -> None:
 
 def test_one_table_or_stream_reads_the_batch_itself() -> None:
     only = {TABLE.topic: {0: (10, 70)}}
-    plan = own_plan(TABLES, {}, planned(only).get, 7, None)  # schemaless: a first look
+    plan = own_plan(TABLES, {}, planned(only).get, 7, None)  # no schema known: a first look
     assert plan is not None and "read_once" not in plan[0][0][1]
     readers = with_records(plan, "the batch", lambda spark, r: "a read of its ranges", "session")
     assert readers is not None and readers[0][0][1]["records"]() == "the batch"

@@ -242,8 +242,38 @@ def distinct_schemas_sql(kind: str, rows: str = "true") -> str:
     text = f"IF({UTF8} AND {rows}, {value}, NULL)"  # else a dead letter, no schema
     if kind == "json":
         return f"collect_set(substring_index({text}, '{PAYLOAD_MARK}', 1))"
+    return f"collect_set({names_sql(text)})"
+
+
+def names_sql(text: str) -> str:
+    """Per schemaless JSON event (``text``: its value as text): its row schema, the JSON list
+    of its row's field names, sorted (NULL when it has no row: a truncate, or not UTF-8).
+
+    >>> names_sql("v")  # doctest: +NORMALIZE_WHITESPACE
+    "to_json(array_sort(json_object_keys(coalesce(get_json_object(v, '$.after'),
+    get_json_object(v, '$.before')))))"
+    """
     row = f"coalesce(get_json_object({text}, '$.after'), get_json_object({text}, '$.before'))"
-    return f"collect_set(to_json(array_sort(json_object_keys({row}))))"
+    return f"to_json(array_sort(json_object_keys({row})))"
+
+
+def known_names_sql(known: list[str]) -> str:
+    """Per schemaless JSON Kafka row (with the ``envelope.UTF8`` column): its field names are
+    one of the ``known`` lists, as ``distinct_schemas_sql`` collects them, or it has none (no
+    row, or a value that is not UTF-8: a dead letter either way). One parse of the row per
+    event, where a first look reads and caches the whole batch before its decode.
+
+    >>> print(known_names_sql(['["a","id"]']))  # doctest: +NORMALIZE_WHITESPACE
+    coalesce(to_json(array_sort(json_object_keys(coalesce(get_json_object(IF(_cdc_utf8,
+    CAST(value AS STRING), NULL), '$.after'), get_json_object(IF(_cdc_utf8, CAST(value AS
+    STRING), NULL), '$.before'))))) IN ('["a","id"]'), true)
+    >>> known_names_sql([])
+    'false'
+    """
+    if not known:
+        return "false"
+    listed = ", ".join(sql_string(k) for k in sorted(known))
+    return f"coalesce({names_sql(f'IF({UTF8}, CAST(value AS STRING), NULL)')} IN ({listed}), true)"
 
 
 def schema_key_sql(kind: str) -> str:
@@ -251,6 +281,8 @@ def schema_key_sql(kind: str) -> str:
     as ``schema_key`` gives it for an entry of ``distinct_schemas_sql`` (avro or json)."""
     if kind == "avro":
         return "CAST(_cdc_schema_id AS STRING)"
+    if kind == "schemaless":
+        return f"sha2({names_sql('CAST(value AS STRING)')}, 256)"
     return f"sha2(substring_index(CAST(value AS STRING), '{PAYLOAD_MARK}', 1), 256)"
 
 

@@ -149,8 +149,7 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
-        known = self._known if self._kind != "schemaless" else None
-        plan = own_plan(self.tables, self.streams, self.options.batch_ranges, batch_id, known)
+        plan = own_plan(self.tables, self.streams, self.options.batch_ranges, batch_id, self._known)
         own = plan and with_records(plan, df, self.options.read_ranges, self.batch_spark)
         if own:  # each table and stream reads its own records (spark/own_reads.py)
             self._apply_all(df, batch_id, own[0], own[1], started, -1.0, True, df)
@@ -313,7 +312,7 @@ class Applier:
             seen = sorted(parts["schemas"])  # the batch's row schemas
             known = seen if parts.get("read_once") else None
             learn = known is None or parts.get("guessed")
-            if learn and self._kind != "schemaless":  # Avro: the ids, as text
+            if learn:  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
             try:

@@ -20,6 +20,7 @@ from cdcmirror.mirror.envelope import (
 from cdcmirror.mirror.evolution import (
     NEW_SCHEMA,
     known_ids_sql,
+    known_names_sql,
     known_schema_sql,
     payload_text_sql,
     utf8_sql,
@@ -50,18 +51,19 @@ def decode_events(
     parts: list[str] | None = None,
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
-    ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``). ``schemas``: JSON with schemas;
-    ``known``: its row schemas the table took (Avro: schema ids), an event of another one is
-    marked (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row schemas
-    (JSON with schemas: its events are parsed from their payloads,
-    ``evolution.payload_text_sql``)."""
+    ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``). ``schemas``: JSON with
+    schemas; ``known``: its row schemas the table took (Avro: schema ids; schemaless JSON:
+    field name lists), an event of another one is marked (``evolution.NEW_SCHEMA``,
+    ``spark/single_pass.py``); ``parts``: the batch's row schemas (JSON with schemas: its
+    events are parsed from their payloads, ``evolution.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
     error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
     if known is not None and avro:  # an id not known is not decoded: new, not an error
         error = f"IF({known_ids_sql([int(k) for k in known])}, {error}, '{NEW_SCHEMA}')"
     elif known is not None:
-        error = f"coalesce({error}, IF({known_schema_sql(known)}, NULL, '{NEW_SCHEMA}'))"
+        seen = known_schema_sql(known) if schemas else known_names_sql(known)
+        error = f"coalesce({error}, IF({seen}, NULL, '{NEW_SCHEMA}'))"
     if avro:
         text = F.col("_cdc_json")
     else:

@@ -4,9 +4,9 @@ records of its own topic's ranges, not the whole batch's (an event stream's like
 
 In row schemas the job has applied, the table's decode reads them once, straight from
 Kafka (``single_pass.once_records``); in row schemas not known yet (JSON with schemas,
-Avro), once in those of its first records (``guess_schemas``). A new row schema found there
-(``NewSchemas``: nothing of the table is written), or schemaless JSON not known, takes a
-first look of the table's own:
+Avro; schemaless JSON: its field names), once in those of its first records
+(``guess_schemas``). A new row schema found there (``NewSchemas``: nothing of the table is
+written) takes a first look of the table's own:
 its records read and cached, their row schemas and offsets summarised
 (``batch_summary.topics_of_batch``), then applied from the cache. Each table does this on
 its own thread, so a batch of several tables neither caches their records together nor
@@ -74,18 +74,19 @@ def apply_own(
     """``apply`` the table of ``topic`` to its ``records`` (a new read of them each call):
     read once when ``parts`` says its row schemas are known, else (or when a new one turns
     up) after a first look of its own. ``kind``: avro, json or schemaless."""
-    if not parts.get("read_once") and kind != "schemaless":
+    if not parts.get("read_once"):
         guessed = guess_schemas(records(), topic, kind, registry, frames)
         if guessed:
             logger.info("%s: read once in the row schemas of its first records", topic)
             parts = {**parts, "schemas": guessed, "read_once": True, "guessed": True}
     if parts.get("read_once"):
-        once = once_records(records(), parts["schemas"], frames, registry)
+        once = once_records(records(), parts["schemas"], frames, registry, kind)
         if once is not None:
             try:
                 return apply(once, parts)
             except NewSchemas as exc:
                 logger.info("%s; read again with a first look", exc)
+    logger.info("%s: a first look at its records", topic)
     raw = records()
     df = with_utf8_check(raw) if registry is None else frames.decode_batch(raw, registry)
     df = df.persist()
