@@ -851,7 +851,7 @@ def test_dead_letter_fail_mode_stops_at_the_event(pg_schemaless: Mirrored) -> No
 
 
 def test_json_without_schemas_running_job_follows_a_widened_column(
-    pg_schemaless: Mirrored,
+    pg_schemaless: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
     """integer -> bigint at the source and `cdcmirror bootstrap` widening the Iceberg column
     while the job runs: values past the int range then arrive whole in the running job,
@@ -877,6 +877,25 @@ def test_json_without_schemas_running_job_follows_a_widened_column(
         same_within(m, job, 120)
     kind = m.spark.sql(f"SELECT typeof(qty) FROM {m.identifier} LIMIT 1").first()[0]
     assert kind == "bigint"
+    # the job kept the field names it applied with the widened column: a next run reads
+    # its first batch once in them, without a guess from its first records
+    m.workload.run(40)
+    sc.settle(m)
+    lines = mirror_lines(m, caplog)
+    assert [x for x in lines if " done in " in x and "(read once" in x], lines
+    assert not [x for x in lines if FIRST_RECORDS in x], lines
+    m.assert_same()
+
+
+FIRST_RECORDS = "in the row schemas of its first records"
+
+
+def mirror_lines(m: Mirrored, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The job's log lines of one ``m.mirror()`` run."""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="cdcmirror"):
+        m.mirror()
+    return [r.getMessage() for r in caplog.records]
 
 
 def test_json_without_schemas_batches_are_read_once_in_known_field_names(
@@ -886,18 +905,17 @@ def test_json_without_schemas_batches_are_read_once_in_known_field_names(
     checkpoint), its batches of events with those names are read from Kafka once by their
     decode, without a first look; the table equals the source."""
     m = pg_schemaless
+    m.workload.run(20)
     sc.settle(m)
-    m.mirror()  # learns the field names, or keeps them
+    m.mirror()  # applies those events: learns their field names
     m.workload.run(150)
     sc.settle(m)
-    with caplog.at_level(logging.INFO, logger="cdcmirror"):
-        m.mirror()
-    lines = [r.getMessage() for r in caplog.records]
+    lines = mirror_lines(m, caplog)
     tables = [json.loads(x.split(" ", 2)[2]) for x in lines if x.startswith("mirror batch {")]
     assert sum(t["events"] for t in tables if t["table"] == m.identifier) > 150, lines
     assert not [x for x in lines if "a first look at its records" in x], lines
     # in the names the checkpoint kept, not in those of its first records
-    assert not [x for x in lines if "in the row schemas of its first records" in x], lines
+    assert not [x for x in lines if FIRST_RECORDS in x], lines
     m.assert_same()
 
 

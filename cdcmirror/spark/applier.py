@@ -311,7 +311,8 @@ class Applier:
             )
             seen = sorted(parts["schemas"])  # the batch's row schemas
             known = seen if parts.get("read_once") else None
-            learn = known is None or parts.get("guessed")
+            # learnt too when the table changed under known ones (a widening the batch took)
+            learn = known is None or parts.get("guessed") or self._known.of(table) is None
             if learn:  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
             decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
