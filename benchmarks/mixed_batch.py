@@ -36,9 +36,11 @@ mirrored table is compared with the source row by row (a mismatch stops the benc
 Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``--format=F`` (``json``, the default; ``json-schemaless``; ``avro``) is the Kafka format of
 the events, and ``read + parse`` parses that format (Spark's ``from_avro`` of each record's
-body after its 5-byte frame, with its schema from the registry, for Avro).
+body after its 5-byte frame, with its schema from the registry, for Avro). With
+``--decode-steps`` each round also times the applier's decode of its records step by step
+(``benchmarks/decode_steps.py``). N defaults to 100000, R to 3.
 
-    .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F]   # 100000, R=3
+    .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F] [--decode-steps]
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.decode_steps import decode_steps
 from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
 from cdcmirror.catalog import load_catalog
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
@@ -130,6 +133,8 @@ def main(n: int, runs: int) -> None:
             result = round_of(label, config, schema, handler, runs)
             end = end_offset(topic)
             result["read_parse"] = read_and_parse(config, topic, start, end)
+            if "--decode-steps" in sys.argv:
+                result["decode_steps"] = decode_steps(config, FORMAT, topic, start, end)
             start = end
             print(json.dumps(result), flush=True)
             results.append(result)

@@ -1,0 +1,87 @@
+"""Where a read-once batch's decode spends its time: the applier's own decode of one
+table's Kafka records, timed step by step on the same records (``mixed_batch.py
+--decode-steps`` calls :func:`decode_steps` after each round).
+
+Each step is the step before it plus one stage, written to Spark's ``noop`` sink (the
+faster of two runs), so the difference between two steps is the cost of the stage:
+
+- ``read``: the Kafka records only;
+- ``checked``: with the UTF-8 check (JSON) or the Avro frames decoded (``once_records``);
+- ``parsed``: the envelope parsed (``from_json``), nothing else;
+- ``decoded``: every decoded column (``decode_events``: positions, values, checks);
+- ``kept``: decoded, kept and aggregated in one job (``kept.keep``): the ``decode`` phase.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cdcmirror.catalog import load_catalog
+from cdcmirror.checkpoint_store import checkpoint_files, remembered_schemas
+from cdcmirror.commands.job_tables import load_tables
+from cdcmirror.config import Config
+from cdcmirror.kafka_security import spark_kafka_options
+from cdcmirror.mirror.batch_aggregate import aggregate_exprs
+from cdcmirror.mirror.envelope import envelope_ddl
+from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.spark.avro_frames import AvroFrames
+from cdcmirror.spark.decode import decode_events
+from cdcmirror.spark.kept import keep, let_go
+from cdcmirror.spark.range_read import read_ranges
+from cdcmirror.spark.session import build_spark_session
+from cdcmirror.spark.single_pass import once_records
+
+
+def _seconds(frame: Any) -> float:
+    times = []
+    for _ in range(2):
+        started = time.monotonic()
+        frame.write.format("noop").mode("overwrite").save()
+        times.append(time.monotonic() - started)
+    return min(times)
+
+
+def decode_steps(config: Config, fmt: str, topic: str, start: int, end: int) -> dict[str, float]:
+    """Seconds of each step (module doc) over ``topic``'s records ``start``..``end``."""
+    from pyspark.sql import functions as F
+
+    spark: Any = build_spark_session(config)
+    table = load_tables(config, load_catalog(config))[0]
+    known = remembered_schemas(checkpoint_files(config)).of(table)
+    if known is None:
+        raise SystemExit(f"{table.identifier}: no row schemas kept in the checkpoint")
+    registry = (
+        SchemaRegistry(config.kafka.schema_registry_url, auth=config.kafka.registry_auth)
+        if fmt == "avro"
+        else None
+    )
+    kind = "avro" if fmt == "avro" else "json" if fmt == "json" else "schemaless"
+    schemas = fmt == "json"
+
+    def records() -> Any:
+        ranges = {topic: {0: (start, end)}}
+        options = spark_kafka_options(config.kafka)
+        return read_ranges(spark, options, ranges, config.mirror.events_per_task)
+
+    checked = once_records(records(), set(known), AvroFrames(), registry, kind)
+    events = checked.where("value IS NOT NULL")
+    text = F.col("_cdc_json") if registry is not None else F.expr("CAST(value AS STRING)")
+    parsed = events.select(F.from_json(text, envelope_ddl(table, schemas)).alias("e"))
+    top = "e.payload" if schemas else "e"
+    parsed = parsed.select(f"{top}.after.*", f"{top}.op", f"{top}.source.*")
+    decoded = decode_events(events, table, schemas, registry is not None, [*known], sorted(known))
+    out = {
+        "read": _seconds(records()),
+        "checked": _seconds(checked),
+        "parsed": _seconds(parsed),
+        "decoded": _seconds(decoded),
+    }
+    times = []
+    for _ in range(2):
+        started = time.monotonic()
+        kept, _values = keep(decoded, aggregate_exprs(table))
+        times.append(time.monotonic() - started)
+        let_go(kept)
+    out["kept"] = min(times)
+    return out
