@@ -34,6 +34,15 @@ def test_under_spark_submit_the_launch_settings_are_its_own(tmp_path: Path) -> N
     assert any(k.startswith("spark.sql.catalog.") for k in conf)
 
 
+def test_huge_generated_methods_run_without_whole_stage_code_unless_configured(
+    tmp_path: Path,
+) -> None:
+    limit = "spark.sql.codegen.hugeMethodLimit"
+    assert session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")[limit] == "8000"
+    (tmp_path / "cdcmirror.toml").write_text(f'[spark.conf]\n"{limit}" = "65535"\n')
+    assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[limit] == "65535"
+
+
 def test_s3a_settings_default_to_the_catalogs_s3_properties(tmp_path: Path) -> None:
     """The checkpoint on s3a:// reaches the store the catalog names; [spark.conf] wins."""
     (tmp_path / "cdcmirror.toml").write_text(
