@@ -92,12 +92,13 @@ def once_records(
     schemas: set[str],
     frames: AvroFrames,
     registry: SchemaRegistry | None,
-    kind: str = "json",
+    kind: str,
 ) -> Any | None:
     """The records of a batch of one table's events as its decode reads them: JSON checked
     for UTF-8; Avro with the frames of the known schema ``ids`` read (an event of another
     id is not: ``decode.decode_events`` marks it new; ``registry`` None: JSON). None: a known
-    schema is no id (as a job that read JSON kept them), so the batch takes the first look."""
+    schema is no id (as a job that read JSON kept them), so the batch takes the first look.
+    ``kind``: avro, json or schemaless."""
     if registry is None and kind == "schemaless":
         return with_utf8_check(df)  # no schema part to skip
     if registry is None:
