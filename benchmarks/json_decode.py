@@ -1,5 +1,5 @@
 """Benchmark: the decode of JSON-with-schemas events, from the whole value and from the
-payload only (``evolution.payload_text_sql``), on one local Spark, without Kafka.
+payload only (``schema_parts.payload_text_sql``), on one local Spark, without Kafka.
 
 N events are made from a recorded Debezium insert (``integration_tests/fixtures/debezium/
 postgresql-json.json``: 5 columns, about 3.3 KB an event, 2.7 KB of it the converter's
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.config import load_config
-from cdcmirror.mirror.evolution import PAYLOAD_MARK
+from cdcmirror.mirror.schema_parts import PAYLOAD_MARK
 from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.session import build_spark_session
 from integration_tests.test_golden_events import FIXTURES, mirror_table

@@ -1,5 +1,5 @@
 """A JSON-with-schemas event whose value starts with a schema part of its batch is parsed
-from its payload only (``evolution.payload_text_sql``): the recorded Debezium events
+from its payload only (``schema_parts.payload_text_sql``): the recorded Debezium events
 (``fixtures/debezium/``) and values broken in every way near the cut decode to exactly
 the rows, errors and flags of the parse of the whole value, on a local Spark."""
 
@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from cdcmirror.mirror.envelope import UTF8
-from cdcmirror.mirror.evolution import (
+from cdcmirror.mirror.evolution import NEW_SCHEMA, distinct_schemas_sql
+from cdcmirror.mirror.schema_parts import (
     PAYLOAD_MARK,
-    distinct_schemas_sql,
+    known_schema_sql,
+    part_column,
     payload_text_sql,
     utf8_sql,
 )
@@ -99,7 +101,7 @@ def test_broken_values_decode_the_same_from_their_payload(
 def test_values_checked_for_utf8_after_their_schema_part(
     spark_world: SparkWorld, path: Path
 ) -> None:
-    """``evolution.utf8_sql``: a value that starts with a schema part of its batch is checked
+    """``schema_parts.utf8_sql``: a value that starts with a schema part of its batch is checked
     for UTF-8 after that part; bytes that are not UTF-8 put in the part, the payload mark,
     right after it, inside the payload and at its end get the verdicts of checking the
     whole value, and the decode with either check gives the same rows and errors."""
@@ -136,3 +138,47 @@ def test_values_checked_for_utf8_after_their_schema_part(
     values = sum(1 for r in data["records"] if r["value"] is not None)
     assert refused == 3 * 5 * values, refused  # every value with a bad byte, wherever it is
     assert sum("not UTF-8" in r for r in cut[1]) == refused
+
+
+@pytest.mark.parametrize("path", JSON_FIXTURES, ids=lambda p: p.stem)
+def test_known_schemas_read_from_the_part_column(spark_world: SparkWorld, path: Path) -> None:
+    """``schema_parts``: a batch read once in known schema parts marks each event whose part
+    is none of them (``evolution.NEW_SCHEMA``), and no other; reading the column of the part
+    each value starts with (computed once) gives the rows and errors of comparing the value
+    with each part, and a part column computed for other parts is never read as theirs."""
+    spark = spark_world.spark
+    register_functions(spark)
+    data = json.loads(path.read_text())
+    table = mirror_table(data["table"])
+    records: list[dict[str, Any]] = []
+    new: set[int] = set()
+    for r in data["records"]:
+        if r["value"] is None:
+            continue
+        records.append({**r, "offset": len(records)})
+        value = base64.b64decode(r["value"]).decode("utf-8")
+        assert value.startswith('{"schema":{')
+        spaced = '{"schema": ' + value[len('{"schema":') :]  # a part the job never applied
+        new.add(len(records))
+        encoded = base64.b64encode(spaced.encode("utf-8")).decode("ascii")
+        records.append({**r, "value": encoded, "offset": len(records)})
+    events = kafka_records(spark, records)
+    found = with_utf8_check(events).selectExpr(f"explode({distinct_schemas_sql('json')})")
+    parts = sorted(str(r[0]) for r in found.collect())
+    known = sorted(p for p in parts if not p.startswith('{"schema": '))
+    assert known and len(parts) == 2 * len(known)
+    assert part_column(known) in known_schema_sql(known, known)
+
+    def decoded(frame: Any, cut: list[str] | None) -> list[str]:
+        out = decode_events(frame, table, True, False, known, cut).orderBy("_cdc_offset")
+        return [repr(r.asDict(recursive=True)) for r in out.collect()]
+
+    once = with_utf8_check(events, known)
+    assert part_column(known) in once.columns
+    by_column = decoded(once, known)
+    by_value = decoded(with_utf8_check(events), None)  # each value compared with each part
+    other = with_utf8_check(events, parts)  # a part column of other parts
+    assert part_column(parts) in other.columns and part_column(parts) != part_column(known)
+    assert by_column == by_value == decoded(other, known)
+    marked = {i for i, row in enumerate(by_column) if NEW_SCHEMA in row}
+    assert marked == new

@@ -20,7 +20,8 @@ from typing import Any
 from cdcmirror.cdc_columns import name_problem
 from cdcmirror.iceberg_types import is_widening
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
-from cdcmirror.mirror.envelope import UTF8, UTF8_SQL
+from cdcmirror.mirror.envelope import UTF8
+from cdcmirror.mirror.schema_parts import PAYLOAD_MARK
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.sql_text import sql_string
 
@@ -121,25 +122,10 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
     return [n for n in names if n not in known]
 
 
-PAYLOAD_MARK = ',"payload":'
-
 NEW_SCHEMA = "a row schema new to this job (read again after a first look)"
-"""The ``_cdc_decode_error`` of an event whose schema ``known_schema_sql`` does not know: the
-batch is applied the usual way instead (``spark/single_pass.py``), never dead-lettered."""
-
-
-def known_schema_sql(known: list[str]) -> str:
-    """Per JSON Kafka row: its value starts with one of the ``known`` schema parts, as
-    ``distinct_schemas_sql`` collects them (the text before the first ``PAYLOAD_MARK``, which
-    holds none: so the value's first mark ends the part, and its schema is that part).
-
-    >>> print(known_schema_sql(['{"schema":{}}']))
-    (startswith(CAST(value AS STRING), '{"schema":{}},"payload":'))
-    >>> known_schema_sql([])
-    '(false)'
-    """
-    tests = [_starts_with_sql(k) for k in sorted(known)]
-    return f"({' OR '.join(tests) or 'false'})"
+"""The ``_cdc_decode_error`` of an event whose schema the job does not know
+(``schema_parts.known_schema_sql``): the batch is applied the usual way instead
+(``spark/single_pass.py``), never dead-lettered."""
 
 
 def known_ids_sql(ids: list[int]) -> str:
@@ -155,71 +141,6 @@ def known_ids_sql(ids: list[int]) -> str:
         if ids
         else "(_cdc_schema_id IS NULL)"
     )
-
-
-def _starts_with_sql(part: str) -> str:
-    """Per JSON Kafka row: its value starts with the schema ``part`` and the payload mark."""
-    return f"startswith(CAST(value AS STRING), {sql_string(part + PAYLOAD_MARK)})"
-
-
-def payload_text_sql(parts: list[str]) -> str:
-    """Per JSON Kafka row: the text its envelope is parsed from. A value that starts with
-    one of the schema ``parts`` (``distinct_schemas_sql``) is given as ``{"payload":`` and
-    the rest of the value after its schema: ``from_json`` then reads a few hundred bytes,
-    not the kilobytes of schema before the payload, which the envelope's parse skips anyway.
-    Only a part that is a JSON object's one member, ``"schema"``, is cut (the value's parse
-    is then the same either way); any other value is parsed whole.
-
-    >>> when, then = payload_text_sql(['{"schema":{}', '{"schema":{}}']).split(" THEN ")
-    >>> print(when)
-    CASE WHEN startswith(CAST(value AS STRING), '{"schema":{},"payload":')
-    >>> print(then)
-    concat('{', CAST(substring(value, 14) AS STRING)) ELSE CAST(value AS STRING) END
-    >>> payload_text_sql([])
-    'CAST(value AS STRING)'
-    """
-    value = "CAST(value AS STRING)"
-    cases = [
-        f"WHEN {_starts_with_sql(part)} THEN concat('{{', {_rest_sql(part + ',')})"
-        for part in sorted(set(parts))
-        if _schema_only(part)
-    ]
-    return f"CASE {' '.join(cases)} ELSE {value} END" if cases else value
-
-
-def utf8_sql(parts: list[str]) -> str:
-    """Per JSON Kafka row: the value is NULL or UTF-8 text (``envelope.UTF8_SQL``). A value
-    that starts with one of the schema ``parts`` and the payload mark (compared byte by
-    byte with their UTF-8, which ends at a character) is UTF-8 when the rest is: only the
-    rest, a few hundred bytes, is checked, not the kilobytes of schema before it.
-
-    >>> print(utf8_sql(['{"schema":{}']))  # doctest: +NORMALIZE_WHITESPACE
-    CASE WHEN startswith(CAST(value AS STRING), '{"schema":{},"payload":')
-    THEN is_valid_utf8(CAST(substring(value, 24) AS STRING))
-    ELSE value IS NULL OR is_valid_utf8(CAST(value AS STRING)) END
-    >>> utf8_sql([]) == UTF8_SQL
-    True
-    """
-    cases = [
-        f"WHEN {_starts_with_sql(part)} THEN is_valid_utf8({_rest_sql(part + PAYLOAD_MARK)})"
-        for part in sorted(set(parts))
-    ]
-    return f"CASE {' '.join(cases)} ELSE {UTF8_SQL} END" if cases else UTF8_SQL
-
-
-def _rest_sql(head: str) -> str:
-    """Per JSON Kafka row that starts with ``head``: the rest of its value, as text. The cut is
-    at the byte after ``head``'s UTF-8, which ends at a character."""
-    return f"CAST(substring(value, {len(head.encode('utf-8')) + 1}) AS STRING)"
-
-
-def _schema_only(part: str) -> bool:
-    """``part`` and a closing brace are a JSON object of one member, ``schema``."""
-    try:
-        value = json.loads(part + "}")
-    except ValueError:
-        return False
-    return isinstance(value, dict) and list(value) == ["schema"]
 
 
 def distinct_schemas_sql(kind: str, rows: str = "true") -> str:

@@ -17,11 +17,11 @@ from cdcmirror.mirror.envelope import (
     raw_rows_sql,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import (
-    NEW_SCHEMA,
-    known_ids_sql,
-    known_names_sql,
+from cdcmirror.mirror.evolution import NEW_SCHEMA, known_ids_sql, known_names_sql
+from cdcmirror.mirror.schema_parts import (
     known_schema_sql,
+    part_column,
+    part_sql,
     payload_text_sql,
     utf8_sql,
 )
@@ -36,10 +36,26 @@ def register_functions(spark: Any) -> None:
 def with_utf8_check(records: Any, parts: list[str] | None = None) -> Any:
     """JSON records: the column that says whether each value is UTF-8 (checked once per
     batch, for the summary and every table's decode); ``parts``: the schema parts the values
-    are expected to start with, checked after them (``evolution.utf8_sql``)."""
+    are expected to start with, checked after them (``schema_parts.utf8_sql``), with the
+    column of the part each value starts with (:func:`with_parts`)."""
     from pyspark.sql import functions as F
 
+    if parts:
+        records = with_parts(records, parts)
     return records.withColumn(UTF8, F.expr(utf8_sql(parts or [])))
+
+
+def with_parts(records: Any, parts: list[str]) -> Any:
+    """JSON records with the ``schema_parts.part_column`` of ``parts`` (each value compared
+    with them once), unless they have it."""
+    from pyspark.sql import functions as F
+
+    column = part_column(parts)
+    return (
+        records
+        if column in records.columns
+        else records.withColumn(column, F.expr(part_sql(parts)))
+    )
 
 
 def decode_events(
@@ -55,14 +71,16 @@ def decode_events(
     schemas; ``known``: its row schemas the table took (Avro: schema ids; schemaless JSON:
     field name lists), an event of another one is marked (``evolution.NEW_SCHEMA``,
     ``spark/single_pass.py``); ``parts``: the batch's row schemas (JSON with schemas: its
-    events are parsed from their payloads, ``evolution.payload_text_sql``)."""
+    events are parsed from their payloads, ``schema_parts.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
+    if schemas and parts and not avro:
+        events = with_parts(events, parts)
     error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
     if known is not None and avro:  # an id not known is not decoded: new, not an error
         error = f"IF({known_ids_sql([int(k) for k in known])}, {error}, '{NEW_SCHEMA}')"
     elif known is not None:
-        seen = known_schema_sql(known) if schemas else known_names_sql(known)
+        seen = known_schema_sql(known, parts) if schemas else known_names_sql(known)
         error = f"coalesce({error}, IF({seen}, NULL, '{NEW_SCHEMA}'))"
     if avro:
         text = F.col("_cdc_json")

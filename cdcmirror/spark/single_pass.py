@@ -11,7 +11,7 @@ batch for each of them).
 
 A CDC table's decode needs the table evolved to every row schema of its events first: the
 first look collects them. Without it, the decode marks each event whose schema is not one
-the job has applied before (``evolution.known_schema_sql``; Avro: its schema id,
+the job has applied before (``schema_parts.known_schema_sql``; Avro: its schema id,
 ``evolution.known_ids_sql``), and a table with such an event takes its first look then,
 before anything of it is written."""
 
