@@ -73,6 +73,7 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/mirror_batch.py 100000 json,avro
 	$(BIN)/python benchmarks/json_decode.py 200000
 	$(BIN)/python benchmarks/mixed_batch.py 100000 3
+	$(BIN)/python benchmarks/mixed_batch.py 100000 3 --warmup=3
 	$(BIN)/python benchmarks/small_batch.py 40 100
 	$(BIN)/python benchmarks/small_batch.py 12 100 --idle=100
 	$(BIN)/python benchmarks/small_batch.py 30 100 --mixed
