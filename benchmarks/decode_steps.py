@@ -7,7 +7,8 @@ faster of two runs), so the difference between two steps is the cost of the stag
 
 - ``read``: the Kafka records only;
 - ``checked``: with the UTF-8 check (JSON) or the Avro frames decoded (``once_records``);
-- ``parsed``: the envelope parsed (``from_json``), nothing else;
+- ``parsed``: the envelope parsed (``from_json``; JSON with schemas from its payload,
+  ``schema_parts.payload_text_sql``, as the decode parses it), nothing else;
 - ``decoded``: every decoded column (``decode_events``: positions, values, checks);
 - ``kept``: decoded, kept and aggregated in one job (``kept.keep``): the ``decode`` phase.
 """
@@ -25,6 +26,7 @@ from cdcmirror.kafka_security import spark_kafka_options
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs
 from cdcmirror.mirror.envelope import envelope_ddl
 from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.schema_parts import payload_text_sql
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.decode import decode_events
 from cdcmirror.spark.kept import keep, let_go
@@ -66,7 +68,10 @@ def decode_steps(config: Config, fmt: str, topic: str, start: int, end: int) -> 
 
     checked = once_records(records(), set(known), AvroFrames(), registry, kind)
     events = checked.where("value IS NOT NULL")
-    text = F.col("_cdc_json") if registry is not None else F.expr("CAST(value AS STRING)")
+    if registry is not None:
+        text = F.col("_cdc_json")
+    else:  # JSON with schemas: from the payload, as the decode parses it
+        text = F.expr(payload_text_sql(sorted(known)) if schemas else "CAST(value AS STRING)")
     parsed = events.select(F.from_json(text, envelope_ddl(table, schemas)).alias("e"))
     top = "e.payload" if schemas else "e"
     parsed = parsed.select(f"{top}.after.*", f"{top}.op", f"{top}.source.*")
