@@ -197,3 +197,31 @@ def test_a_soft_deleted_stored_row_holds_no_value(spark: Any) -> None:
     events = [event(0, "d", 1, None), event(1, "c", 2, PLACEHOLDER, old=1)]
     out = run_chain(spark, events, {1: "deleted-1"}, soft=True, deleted=frozenset({1}))
     assert out[2] == (None, True, True)
+
+
+def test_a_batch_without_placeholders_is_deduplicated_without_fills(spark: Any) -> None:
+    """A direct batch carries no placeholder (``direct_merge.could_go_direct``), so its dedupe
+    leaves the fills and the key-change columns out (``dedupe_sql(placeholders=False)``): on
+    random batches of every operation, key changes among them, it keeps the same newest
+    event per key, with the same values and first operation, as the full dedupe."""
+    import random
+
+    from cdcmirror.cdc_columns import FIRST_OP
+
+    rng = random.Random(17)
+    kept = ["id", "note", "qty", "_cdc_op", "_cdc_position", "_cdc_partition", "_cdc_offset"]
+    for _ in range(5):
+        events = []
+        for offset in rng.sample(range(400), 120):  # out of offset order, as a batch may be
+            op = rng.choice("cuudr")
+            note = None if op == "d" else rng.choice(["a", "b", ""])
+            old = rng.randrange(20) if op == "c" and rng.random() < 0.3 else None
+            events.append(event(offset, op, rng.randrange(20), note, old, rng.randrange(9)))
+        spark.createDataFrame(events, EVENT_COLUMNS).createOrReplaceTempView("ev_plain")
+        columns = ", ".join([*kept, FIRST_OP])
+        full = f"SELECT {columns} FROM ({dedupe_sql(TABLE, 'ev_plain', first_op=True)})"
+        lean = dedupe_sql(TABLE, "ev_plain", first_op=True, placeholders=False)
+        assert "_cdc_f_" not in lean and "_cdc_kc" not in lean  # the fills left out
+        lean_rows = sorted(spark.sql(f"SELECT {columns} FROM ({lean})").collect())
+        assert lean_rows == sorted(spark.sql(full).collect())
+        assert len(lean_rows) == len({e[0] for e in events})  # a row per key

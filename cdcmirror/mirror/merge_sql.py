@@ -50,12 +50,17 @@ def _row_names(table: MirrorTable) -> list[str]:
 _DEDUPED_CDC = ("_cdc_op", "_cdc_position", "_cdc_source_ts", "_cdc_partition", "_cdc_offset")
 
 
-def dedupe_sql(table: MirrorTable, events: str, first_op: bool = False) -> str:
+def dedupe_sql(
+    table: MirrorTable, events: str, first_op: bool = False, placeholders: bool = True
+) -> str:
     """The newest event per key (``first_op``: with its key's first operation in the batch,
     ``cdc_columns.FIRST_OP``). An unchanged-TOAST value is filled from the newest earlier
     event of the same key in the batch that has the value; when a key-change create of this
     key came after that event (or there is none), ``_cdc_ok_*`` / ``_cdc_okpos`` name the old key
     and the create's position for ``toast_chain.py``; else the stored value is kept.
+    ``placeholders`` False: no event of the batch carries a placeholder (a direct batch,
+    ``direct_merge.py``), so there is nothing to fill and no old key to name: the newest
+    event is kept as it is, without its placeholder flags (0.1-0.2 s of 100k events' dedupe).
 
     Each key's events numbered newest first (positions end with the Kafka partition and
     offset: no two events tie), the first kept, the fills taken over all of the key's
@@ -64,8 +69,8 @@ def dedupe_sql(table: MirrorTable, events: str, first_op: bool = False) -> str:
     0.9-1.0 s for 100k decoded events on two cores).
     """
     keys = ", ".join(q(k) for k in table.key)
-    toast = toastable(table)
-    old = old_key_columns(table)
+    toast = toastable(table) if placeholders else []
+    old = old_key_columns(table) if placeholders else []
     partition = f"PARTITION BY {keys}"
     per_key = f"({partition})"
     fills = "".join(f", {newest_value_sql(c, per_key)}" for c in toast)

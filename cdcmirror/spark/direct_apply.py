@@ -110,7 +110,8 @@ def dedupe_direct(d: DirectBatch, applied: Any) -> Any:
         applied.createOrReplaceTempView(view + "_decoded")
         events = spark.sql(key_changes_at_create_sql(table, view + "_decoded", applied.columns))
     events.createOrReplaceTempView(view + "_events")
-    deduped = spark.sql(dedupe_sql(table, view + "_events", first_op=True))
+    # a direct batch carries no placeholder (direct_merge.could_go_direct): nothing to fill
+    deduped = spark.sql(dedupe_sql(table, view + "_events", first_op=True, placeholders=False))
     deduped.createOrReplaceTempView(view + "_deduped")
     seen = Observation(f"cdcmirror_direct_{uuid.uuid4().hex}")
     counts = f"to_json(struct({', '.join(KEY_COUNTS)})) AS v"
