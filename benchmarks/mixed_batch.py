@@ -60,6 +60,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.copies import copy_like
 from benchmarks.decode_steps import decode_steps
 from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
 from cdcmirror.catalog import load_catalog
@@ -174,17 +175,8 @@ def round_of(
     spark: Any = build_spark_session(config)
     target = f"{schema}.items"
     copies = [f"{target}_plain{i}" for i in range(runs)] + [f"{target}_append", f"{target}_py"]
-    properties = ", ".join(
-        f"'{r.key}' = '{r.value}'"
-        for r in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()
-        if r.key.startswith("write.") or r.key == "format-version"
-    )
     for copy in copies:
-        spark.sql(f"DROP TABLE IF EXISTS {copy}")
-        spark.sql(
-            f"CREATE TABLE {copy} USING iceberg TBLPROPERTIES ({properties}) "
-            f"AS SELECT * FROM {target}"
-        )
+        copy_like(spark, target, copy)
     if "--cold" in sys.argv:  # the job forgets the row schemas it applied
         (Path(checkpoint_files(config).location) / SCHEMAS_FILE).unlink(missing_ok=True)
     lines.lines.clear()

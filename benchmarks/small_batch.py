@@ -8,8 +8,12 @@ batches (the first three are left out: the JVM is still compiling its hot code) 
 the last third (a batch still gets faster over the first tens: 1.34 s over batches 4-12,
 1.04 s over 27-40 in one run). Then the
 bound, in the same run: a plain Spark MERGE of B rows (UPDATE when matched, INSERT when
-not) into a copy of the mirrored table, 2R times on a session of the same catalog, the
-median of the second R (a fresh JVM is still warming up over the first ten). Needs
+not) into a copy of the mirrored table, 2R times on a session of the same catalog, the copy
+made again after the first R, the median of the second R (a fresh JVM is still warming up
+over the first ten); into two copies: a plain CREATE TABLE AS SELECT (copy-on-write, as
+before 2026-12-05), and one written as the mirror's table is (merge-on-read, its delete
+files piling up as the mirror's do; in ``--mixed`` rounds the keys picked at random, as
+the mirror's rounds pick them). Needs
 the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
 ``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job;
@@ -35,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.copies import copy_like
 from benchmarks.mirror_batch import batch_done
 from integration_tests import services
 from integration_tests.mirror_env import MirrorJob
@@ -88,51 +93,96 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
             job.stop()
         # twice as many rounds, the second half counted: a fresh JVM warms up over ~10
         identifier = f"{schema}_mirror.items"
-        plain = _plain_merges(config, identifier, 2 * rounds, size, mixed)[rounds:]
+        plain = _plain_merges(config, identifier, rounds, size, mixed)
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
     # the first batches run while the JVM compiles its hot code: left out when there are many
     warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
-    _report(warm, "warm", size, statistics.median(plain), idle, mixed)
+    _report(warm, "warm", size, plain, idle, mixed)
     if len(batches) >= 12:  # the JVM still gets faster for tens of batches
         steady = batches[-(len(batches) // 3) :]
-        _report(steady, "last", size, statistics.median(plain), idle, mixed)
+        _report(steady, "last", size, plain, idle, mixed)
 
 
 def _plain_merges(
     config_path: Path, identifier: str, rounds: int, size: int, mixed: bool
-) -> list[float]:
-    """Seconds of each plain MERGE of ``size`` rows into a copy of the mirrored table
-    (``mixed``: a fifth of them deletes of stored rows, a fifth inserts of new ones)."""
+) -> dict[str, float]:
+    """The median seconds of a plain MERGE of ``size`` rows (``mixed``: a fifth of them
+    deletes of stored rows, a fifth inserts of new ones) into two copies of the mirrored table:
+
+    - ``copy-on-write``: a plain CREATE TABLE AS SELECT copy (Spark's default write mode),
+      consecutive keys each round (the bound of this benchmark before 2026-12-05);
+    - ``like the mirror's``: the mirrored table's write properties (merge-on-read) and, in
+      ``mixed`` rounds, keys picked at random from the stored ones, as the mirror's rounds
+      pick them: its delete files pile up as the mirror's table's did.
+
+    Each copy is MERGEd ``rounds`` times (a fresh JVM warms up over ~10), then made again
+    and MERGEd ``rounds`` times more, which are counted."""
     from cdcmirror.config import load_config
     from cdcmirror.spark.session import build_spark_session
 
     spark = build_spark_session(load_config(config_path, environ={}), "small-batch-plain")
     try:
-        copy = identifier + "_plain"
-        spark.sql(f"CREATE TABLE {copy} USING iceberg AS SELECT * FROM {identifier}")
-        seconds = []
-        for r in range(rounds):
-            start = 1 + (r * size) % (ROWS - size)
-            fifth = size // 5 if mixed else 0
-            new = 10 * ROWS + r * size  # beyond every stored key
-            spark.range(start, start + size).selectExpr(
-                f"IF(id >= {start + size - fifth}, id - {start} + {new}, id) AS id",
-                f"CAST({r + 100} AS INT) AS a",
-                f"id >= {start + size - 2 * fifth} AND id < {start + size - fifth} AS d",
-            ).createOrReplaceTempView("_plain_changes")
-            began = time.monotonic()
-            spark.sql(
-                f"MERGE INTO {copy} t USING _plain_changes s ON t.id = s.id "
-                "WHEN MATCHED AND s.d THEN DELETE "
-                "WHEN MATCHED THEN UPDATE SET a = s.a "
-                "WHEN NOT MATCHED AND NOT s.d THEN INSERT (id, a) VALUES (s.id, s.a)"
-            )
-            seconds.append(time.monotonic() - began)
-            print(f"plain MERGE {r}: {seconds[-1]:.2f}s", flush=True)
-        return seconds
+        out = {}
+        for kind in ("copy-on-write", "like the mirror's"):
+            cow = kind == "copy-on-write"
+            copy = identifier + ("_plain" if cow else "_plain_mor")
+            rnd = random.Random(20261205)
+            seconds = []
+            for r in range(2 * rounds):
+                if r % rounds == 0:  # made again after the warm-up rounds
+                    live = _copy(spark, identifier, copy, cow)
+                _plain_changes(spark, r, size, mixed, None if cow else live, rnd)
+                began = time.monotonic()
+                spark.sql(
+                    f"MERGE INTO {copy} t USING _plain_changes s ON t.id = s.id "
+                    "WHEN MATCHED AND s.d THEN DELETE "
+                    "WHEN MATCHED THEN UPDATE SET a = s.a "
+                    "WHEN NOT MATCHED AND NOT s.d THEN INSERT (id, a) VALUES (s.id, s.a)"
+                )
+                seconds.append(time.monotonic() - began)
+                print(f"plain MERGE, {kind}, {r}: {seconds[-1]:.2f}s", flush=True)
+            out[kind] = statistics.median(seconds[rounds:])
+        return out
     finally:
         spark.stop()
+
+
+def _copy(spark: Any, identifier: str, copy: str, cow: bool) -> list[int]:
+    """``copy`` made again from the mirrored table (``cow``: a plain CREATE TABLE AS SELECT,
+    copy-on-write; else written as the mirrored table is); its keys."""
+    if cow:
+        spark.sql(f"DROP TABLE IF EXISTS {copy}")
+        spark.sql(f"CREATE TABLE {copy} USING iceberg AS SELECT * FROM {identifier}")
+    else:
+        copy_like(spark, identifier, copy)
+    return [row[0] for row in spark.sql(f"SELECT id FROM {copy}").collect()]
+
+
+def _plain_changes(
+    spark: Any, r: int, size: int, mixed: bool, live: list[int] | None, rnd: random.Random
+) -> None:
+    """Round ``r``'s changes as the view ``_plain_changes`` (id, a, d: deleted). ``live``:
+    the copy's keys, from which the changed ones are picked at random (kept up to date);
+    None: consecutive keys from a round's start, the new ones beyond every stored key."""
+    fifth = size // 5 if mixed else 0
+    if live is None:
+        start = 1 + (r * size) % (ROWS - size)
+        new = 10 * ROWS + r * size  # beyond every stored key
+        spark.range(start, start + size).selectExpr(
+            f"IF(id >= {start + size - fifth}, id - {start} + {new}, id) AS id",
+            f"CAST({r + 100} AS INT) AS a",
+            f"id >= {start + size - 2 * fifth} AND id < {start + size - fifth} AS d",
+        ).createOrReplaceTempView("_plain_changes")
+        return
+    picked = [live[i] for i in rnd.sample(range(len(live)), size - fifth)]
+    gone = set(picked[:fifth]) if mixed else set()
+    added = list(range(20 * ROWS + r * size, 20 * ROWS + r * size + fifth))
+    live[:] = [k for k in live if k not in gone] + added
+    rows = [(k, r + 100, k in gone) for k in picked] + [(k, r + 100, False) for k in added]
+    spark.createDataFrame(rows, "id bigint, a int, d boolean").createOrReplaceTempView(
+        "_plain_changes"
+    )
 
 
 def _rounds(
@@ -206,7 +256,12 @@ def _batch_lines(log: str) -> list[dict[str, Any]]:
 
 
 def _report(
-    batches: list[dict[str, Any]], label: str, size: int, plain: float, idle: int, mixed: bool
+    batches: list[dict[str, Any]],
+    label: str,
+    size: int,
+    plain: dict[str, float],
+    idle: int,
+    mixed: bool,
 ) -> None:
     def median(f: Any) -> float:
         return float(statistics.median(f(b) for b in batches))
@@ -224,10 +279,12 @@ def _report(
         + f", median of {len(batches)} {label} "
         f"batches: {total:.2f}s (the table's work {table:.2f}s: {parts}); {jobs:.0f} Spark jobs"
     )
-    print(
-        f"the bound, a plain Spark MERGE of {size} rows into a copy of the table, median: "
-        f"{plain:.2f}s; the batch costs {total / plain:.1f}x that (ratio {plain / total:.2f})"
-    )
+    for kind, seconds in plain.items():
+        print(
+            f"the bound, a plain Spark MERGE of {size} rows into a copy of the table "
+            f"({kind}), median: {seconds:.2f}s; the batch costs {total / seconds:.1f}x that "
+            f"(ratio {seconds / total:.2f})"
+        )
 
 
 if __name__ == "__main__":
