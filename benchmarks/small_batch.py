@@ -112,9 +112,9 @@ def _plain_merges(
 
     - ``copy-on-write``: a plain CREATE TABLE AS SELECT copy (Spark's default write mode),
       consecutive keys each round (the bound of this benchmark before 2026-12-05);
-    - ``like the mirror's``: the mirrored table's write properties (merge-on-read) and, in
-      ``mixed`` rounds, keys picked at random from the stored ones, as the mirror's rounds
-      pick them: its delete files pile up as the mirror's table's did.
+    - ``like the mirror's``: the mirrored table's write properties (merge-on-read), and the
+      keys the mirror's rounds change (``mixed``: picked at random from the stored ones;
+      else consecutive): its delete files pile up as the mirror's table's did.
 
     Each copy is MERGEd ``rounds`` times (a fresh JVM warms up over ~10), then made again
     and MERGEd ``rounds`` times more, which are counted."""
@@ -132,7 +132,8 @@ def _plain_merges(
             for r in range(2 * rounds):
                 if r % rounds == 0:  # made again after the warm-up rounds
                     live = _copy(spark, identifier, copy, cow)
-                _plain_changes(spark, r, size, mixed, None if cow else live, rnd)
+                # random keys where the mirror's rounds pick them so (mixed), else consecutive
+                _plain_changes(spark, r, size, mixed, live if mixed and not cow else None, rnd)
                 began = time.monotonic()
                 spark.sql(
                     f"MERGE INTO {copy} t USING _plain_changes s ON t.id = s.id "
