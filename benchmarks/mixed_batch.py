@@ -41,11 +41,12 @@ body after its 5-byte frame, with its schema from the registry, for Avro). With
 (``benchmarks/decode_steps.py``). With ``--warmup=K`` the job runs K batches of N updates
 (every row updated once, not measured) after the ``inserts`` round, so that the rounds after
 it run in a JVM that has compiled the decode and the MERGE, as a job that has been running
-for a while has: without them the ``updates`` round is the JVM's second batch. N defaults
-to 100000, R to 3.
+for a while has: without them the ``updates`` round is the JVM's second batch.
+``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g (a batch of 1M
+updates ran out of it). N defaults to 100000, R to 3.
 
     .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F] [--decode-steps]
-        [--warmup=K]
+        [--warmup=K] [--driver-memory=M]
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def mixed_statements(schema: str, n: int) -> list[str]:
 
 FORMAT = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--format=")), "json")
 WARMUP = int(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--warmup=")), "0"))
+# the JVM's heap (the session's 4g unless given): a batch of 1M events of updates needs more
+DRIVER_MEMORY = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--driver-memory=")), "")
 
 
 def main(n: int, runs: int) -> None:
@@ -111,6 +114,8 @@ def main(n: int, runs: int) -> None:
         "CDCMIRROR_MIRROR__CHECKPOINT_LOCATION": f".cdcmirror/checkpoints/{schema}",
         "CDCMIRROR_BOOTSTRAP__INITIAL_LOAD": "debezium",  # the snapshot goes through Kafka
     }
+    if DRIVER_MEMORY:
+        env["CDCMIRROR_SPARK__CONF__SPARK.DRIVER.MEMORY"] = DRIVER_MEMORY
     handler = BatchLines()
     log = logging.getLogger("cdcmirror.mirror")
     log.addHandler(handler)

@@ -37,3 +37,27 @@ def test_close_between_batches_returns_at_once() -> None:
     started = time.monotonic()
     gate.close()
     assert time.monotonic() - started < 0.1
+
+
+def test_a_failed_batch_is_kept_for_the_report_of_a_jvm_that_went_with_it() -> None:
+    """In local mode an OutOfMemoryError ends the JVM, and with it Spark's report of the
+    query's failure: the job then reports what the gate kept (``stream.jvm_gone``)."""
+    from cdcmirror.exceptions import ConfigError
+    from cdcmirror.spark.stream import MEMORY_REMEDY, jvm_gone
+
+    gate = BatchGate()
+    with gate.batch():
+        pass
+    assert gate.failure is None
+    error = "t: batch 7 failed (topic t): o9.localCheckpoint\njava.lang.OutOfMemoryError: heap"
+    with pytest.raises(RuntimeError), gate.batch():
+        raise RuntimeError(error)
+    assert gate.failure == error
+    gone = jvm_gone(gate.failure, ConnectionRefusedError("refused"))
+    assert isinstance(gone, ConfigError) and gone.exit_code == 2
+    assert str(gone) == (
+        "the Spark driver's JVM stopped: t: batch 7 failed (topic t): o9.localCheckpoint; "
+        + MEMORY_REMEDY
+    )
+    other = jvm_gone("t: batch 8 failed: killed", ConnectionRefusedError("refused"))
+    assert not isinstance(other, ConfigError) and "batch 8 failed: killed" in str(other)

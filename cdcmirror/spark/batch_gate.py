@@ -17,13 +17,20 @@ class BatchGate:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._closed = False
+        # why the last batch failed: what the job reports when the JVM went down with it
+        # (an OutOfMemoryError in local mode ends the JVM, and Spark's own report with it)
+        self.failure: str | None = None
 
     @contextmanager
     def batch(self) -> Iterator[None]:
         with self._lock:
             if self._closed:
                 raise RuntimeError(NOT_STARTED)
-            yield
+            try:
+                yield
+            except Exception as exc:
+                self.failure = str(exc)
+                raise
 
     def close(self) -> None:
         """Waits until no batch runs; no batch starts after it."""

@@ -9,7 +9,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from cdcmirror.exceptions import CdcMirrorError, MirrorError, ServiceUnavailableError
+from py4j.protocol import Py4JNetworkError
+
+from cdcmirror.exceptions import (
+    CdcMirrorError,
+    ConfigError,
+    MirrorError,
+    ServiceUnavailableError,
+)
 from cdcmirror.spark.applier import Applier
 from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
 
@@ -129,10 +136,45 @@ def run_until_stopped(query: Any, gate: BatchGate) -> None:
                 query.awaitTermination(0.5)
             except Exception:  # the query failed (StreamingQueryException): say why below
                 break
+        _raise_failure(query)
+    except (Py4JNetworkError, ConnectionError) as exc:  # the JVM is gone
+        raise jvm_gone(gate.failure, exc) from exc
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    _raise_failure(query)
+
+
+OUT_OF_MEMORY = "java.lang.OutOfMemoryError"
+MEMORY_REMEDY = (
+    "Spark ran out of memory (java.lang.OutOfMemoryError): the batch did not fit. Lower "
+    "mirror.max_events_per_batch, or raise spark.driver.memory under [spark.conf] (4g unless "
+    "set; the executors' memory on a cluster); the job starts again from its checkpoint, "
+    "nothing is lost"
+)
+
+
+def jvm_gone(failure: str | None, exc: BaseException) -> CdcMirrorError:
+    """The error of a job whose JVM stopped under it (``failure``: why its last batch failed,
+    as the batch gate kept it: in local mode an OutOfMemoryError ends the JVM).
+
+    >>> print(jvm_gone("t: batch 3 failed: java.lang.OutOfMemoryError: Java heap space",
+    ...     ConnectionRefusedError()))  # doctest: +ELLIPSIS
+    the Spark driver's JVM stopped: t: batch 3 failed: java.lang...; Spark ran out of memory ...
+    >>> type(jvm_gone(None, ConnectionRefusedError("refused"))).__name__
+    'CdcMirrorError'
+    """
+    if failure and OUT_OF_MEMORY in failure:
+        return ConfigError(f"the Spark driver's JVM stopped: {_reason(failure)}; {MEMORY_REMEDY}")
+    why = _reason(failure) if failure else f"{type(exc).__name__}: {exc}"
+    return CdcMirrorError(f"the Spark driver's JVM stopped: {why}; see the job's log")
+
+
+def _reason(text: str) -> str:
+    """The first line of the mirror's own error in ``text`` (Spark wraps it), else of it."""
+    for marker in ("MirrorError: ", "CdcMirrorError: "):
+        if marker in text:
+            return _first_line(text.split(marker, 1)[1])
+    return _first_line(text)
 
 
 def _raise_failure(query: Any) -> None:
@@ -142,11 +184,12 @@ def _raise_failure(query: Any) -> None:
     text = str(exc)
     if NOT_STARTED in text:  # the batch after a stop request: a clean stop
         return
+    if OUT_OF_MEMORY in text:  # a cluster's executor, or a JVM that survived it
+        raise ConfigError(f"the mirror query stopped: {_reason(text)}; {MEMORY_REMEDY}")
     if "ServiceUnavailableError: " in text:  # e.g. the schema registry, from inside a batch
         raise ServiceUnavailableError(_first_line(text.split("ServiceUnavailableError: ", 1)[1]))
-    for marker in ("MirrorError: ", "CdcMirrorError: "):
-        if marker in text:
-            raise MirrorError(_first_line(text.split(marker, 1)[1]))
+    if "MirrorError: " in text:  # CdcMirrorError too
+        raise MirrorError(_reason(text))
     if "TimeoutException" in text or "Connection refused" in text:
         raise ServiceUnavailableError(f"Kafka is not reachable: {_first_line(text)}")
     raise CdcMirrorError(f"the mirror query stopped: {_first_line(text)}")
