@@ -61,3 +61,23 @@ def test_a_failed_batch_is_kept_for_the_report_of_a_jvm_that_went_with_it() -> N
     )
     other = jvm_gone("t: batch 8 failed: killed", ConnectionRefusedError("refused"))
     assert not isinstance(other, ConfigError) and "batch 8 failed: killed" in str(other)
+
+
+def test_the_failure_is_read_once_the_failing_batch_has_ended() -> None:
+    """The job's own call to the JVM fails as soon as the JVM is gone, before the running
+    batch's Python has raised its error: the report waits for the batch to end."""
+    gate = BatchGate()
+    inside = threading.Event()
+
+    def batch() -> None:
+        with pytest.raises(RuntimeError), gate.batch():
+            inside.set()
+            time.sleep(0.3)
+            raise RuntimeError("batch 4 failed: java.lang.OutOfMemoryError")
+
+    worker = threading.Thread(target=batch)
+    worker.start()
+    assert inside.wait(5)
+    assert gate.failure_after(5) == "batch 4 failed: java.lang.OutOfMemoryError"
+    worker.join()
+    assert BatchGate().failure_after(0.01) is None  # no batch failed

@@ -32,6 +32,14 @@ class BatchGate:
                 self.failure = str(exc)
                 raise
 
+    def failure_after(self, wait: float) -> str | None:
+        """Why the last batch failed, once the running batch (if any) has ended, waiting up
+        to ``wait`` seconds for it: a JVM that went down under a batch fails the job's own
+        calls at once, while the batch's Python is still raising its error."""
+        if self._lock.acquire(timeout=wait):
+            self._lock.release()
+        return self.failure
+
     def close(self) -> None:
         """Waits until no batch runs; no batch starts after it."""
         with self._lock:

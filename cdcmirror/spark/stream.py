@@ -138,12 +138,13 @@ def run_until_stopped(query: Any, gate: BatchGate) -> None:
                 break
         _raise_failure(query)
     except (Py4JNetworkError, ConnectionError) as exc:  # the JVM is gone
-        raise jvm_gone(gate.failure, exc) from exc
+        raise jvm_gone(gate.failure_after(JVM_GONE_WAIT), exc) from exc
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
 
 
+JVM_GONE_WAIT = 30.0  # seconds for the failing batch's Python to end (it took under 1 s)
 OUT_OF_MEMORY = "java.lang.OutOfMemoryError"
 MEMORY_REMEDY = (
     "Spark ran out of memory (java.lang.OutOfMemoryError): the batch did not fit. Lower "
