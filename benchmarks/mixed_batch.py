@@ -43,7 +43,8 @@ body after its 5-byte frame, with its schema from the registry, for Avro). With
 it run in a JVM that has compiled the decode and the MERGE, as a job that has been running
 for a while has: without them the ``updates`` round is the JVM's second batch.
 ``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g (a batch of 1M
-updates ran out of it: the job shares the JVM with the bounds' cached rows). N defaults to 100000, R to 3.
+updates ran out of it: the job shares the JVM with the bounds' cached rows). N defaults
+to 100000, R to 3.
 
     .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F] [--decode-steps]
         [--warmup=K] [--driver-memory=M]
