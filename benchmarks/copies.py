@@ -15,10 +15,9 @@ def write_properties(spark: Any, target: str) -> str:
     )
 
 
-def copy_like(spark: Any, target: str, copy: str) -> None:
-    """``copy``, made again: the rows of ``target`` as they stand, written as it writes."""
+def copy_like(spark: Any, target: str, copy: str, same_writes: bool = True) -> None:
+    """``copy``, made again: the rows of ``target`` as they stand, written as it writes
+    (``same_writes`` False: with Spark's defaults, copy-on-write)."""
     spark.sql(f"DROP TABLE IF EXISTS {copy}")
-    spark.sql(
-        f"CREATE TABLE {copy} USING iceberg TBLPROPERTIES ({write_properties(spark, target)}) "
-        f"AS SELECT * FROM {target}"
-    )
+    properties = f"TBLPROPERTIES ({write_properties(spark, target)}) " if same_writes else ""
+    spark.sql(f"CREATE TABLE {copy} USING iceberg {properties}AS SELECT * FROM {target}")

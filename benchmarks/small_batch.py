@@ -152,11 +152,7 @@ def _plain_merges(
 def _copy(spark: Any, identifier: str, copy: str, cow: bool) -> list[int]:
     """``copy`` made again from the mirrored table (``cow``: a plain CREATE TABLE AS SELECT,
     copy-on-write; else written as the mirrored table is); its keys."""
-    if cow:
-        spark.sql(f"DROP TABLE IF EXISTS {copy}")
-        spark.sql(f"CREATE TABLE {copy} USING iceberg AS SELECT * FROM {identifier}")
-    else:
-        copy_like(spark, identifier, copy)
+    copy_like(spark, identifier, copy, same_writes=not cow)
     return [row[0] for row in spark.sql(f"SELECT id FROM {copy}").collect()]
 
 

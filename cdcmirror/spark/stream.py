@@ -170,12 +170,10 @@ def jvm_gone(failure: str | None, exc: BaseException) -> CdcMirrorError:
     return CdcMirrorError(f"the Spark driver's JVM stopped: {why}; see the job's log")
 
 
-def _reason(text: str) -> str:
-    """The first line of the mirror's own error in ``text`` (Spark wraps it), else of it."""
-    for marker in ("MirrorError: ", "CdcMirrorError: "):
-        if marker in text:
-            return _first_line(text.split(marker, 1)[1])
-    return _first_line(text)
+def _reason(text: str, marker: str = "MirrorError: ") -> str:
+    """The first line of the error after ``marker`` in ``text`` (Spark wraps the mirror's
+    own errors; ``MirrorError: `` also ends ``CdcMirrorError: ``), else of ``text``."""
+    return _first_line(text.split(marker, 1)[1] if marker in text else text)
 
 
 def _raise_failure(query: Any) -> None:
@@ -188,7 +186,7 @@ def _raise_failure(query: Any) -> None:
     if OUT_OF_MEMORY in text:  # a cluster's executor, or a JVM that survived it
         raise ConfigError(f"the mirror query stopped: {_reason(text)}; {MEMORY_REMEDY}")
     if "ServiceUnavailableError: " in text:  # e.g. the schema registry, from inside a batch
-        raise ServiceUnavailableError(_first_line(text.split("ServiceUnavailableError: ", 1)[1]))
+        raise ServiceUnavailableError(_reason(text, "ServiceUnavailableError: "))
     if "MirrorError: " in text:  # CdcMirrorError too
         raise MirrorError(_reason(text))
     if "TimeoutException" in text or "Connection refused" in text:
