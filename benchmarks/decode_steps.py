@@ -6,9 +6,11 @@ Each step is the step before it plus one stage, written to Spark's ``noop`` sink
 faster of two runs), so the difference between two steps is the cost of the stage:
 
 - ``read``: the Kafka records only;
-- ``checked``: with the UTF-8 check (JSON) or the Avro frames decoded (``once_records``);
+- ``checked``: with the UTF-8 check (JSON) or the Avro bodies read (``once_records``, then
+  ``avro_frames`` with the table's envelope, as the decode reads them);
 - ``parsed``: the envelope parsed (``from_json``; JSON with schemas from its payload,
-  ``schema_parts.payload_text_sql``, as the decode parses it), nothing else;
+  ``schema_parts.payload_text_sql``, as the decode parses it; Avro: built from the record
+  where its schema fits, ``avro_envelope.py``), nothing else;
 - ``decoded``: every decoded column (``decode_events``: positions, values, checks);
 - ``kept``: decoded, kept and aggregated in one job (``kept.keep``): the ``decode`` phase.
 """
@@ -23,6 +25,7 @@ from cdcmirror.checkpoint_store import checkpoint_files, remembered_schemas
 from cdcmirror.commands.job_tables import load_tables
 from cdcmirror.config import Config
 from cdcmirror.kafka_security import spark_kafka_options
+from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs
 from cdcmirror.mirror.envelope import envelope_ddl
 from cdcmirror.mirror.registry import SchemaRegistry
@@ -66,13 +69,20 @@ def decode_steps(config: Config, fmt: str, topic: str, start: int, end: int) -> 
         options = spark_kafka_options(config.kafka)
         return read_ranges(spark, options, ranges, config.mirror.events_per_task)
 
-    checked = once_records(records(), set(known), AvroFrames(), registry, kind)
+    frames = AvroFrames()
+    checked = once_records(records(), set(known), frames, registry, kind)
+    if registry is not None:  # the bodies read as the decode reads them
+        texts = registry.schemas(sorted(int(k) for k in known))
+        checked = frames.decode(checked, texts, envelope=AvroEnvelope(table))
     events = checked.where("value IS NOT NULL")
     if registry is not None:
         text = F.col("_cdc_json")
     else:  # JSON with schemas: from the payload, as the decode parses it
         text = F.expr(payload_text_sql(sorted(known)) if schemas else "CAST(value AS STRING)")
-    parsed = events.select(F.from_json(text, envelope_ddl(table, schemas)).alias("e"))
+    env = F.from_json(text, envelope_ddl(table, schemas))
+    if registry is not None:  # built from the record where its schema fits
+        env = F.coalesce(F.col(ENVELOPE), env)
+    parsed = events.select(env.alias("e"))
     top = "e.payload" if schemas else "e"
     parsed = parsed.select(f"{top}.after.*", f"{top}.op", f"{top}.source.*")
     decoded = decode_events(events, table, schemas, registry is not None, [*known], sorted(known))

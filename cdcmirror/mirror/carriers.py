@@ -143,7 +143,10 @@ def _proleptic_micros(x: str) -> str:
     return f"IF({x} >= {GREGORIAN_START_MICROS}, {x}, {rebuilt})"
 
 
-FLOAT_MAX = "3.4028234663852886E38"
+FLOAT_PAST = "3.4028235677973366E38"
+"""2^128 - 2^103, half a float's step past the largest float: the least double that the cast
+to float makes infinite. The JSON converter writes ``Float.MAX_VALUE`` as its shortest text,
+3.4028235E38, which read as a double lies past the largest float and is still that float."""
 
 
 def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -> str:
@@ -201,7 +204,7 @@ def _number_sql(w: str, carrier: Carrier, iceberg: str) -> str | None:
             return f"try_cast({w} AS {target})"
     if iceberg in ("float", "double") and k in ("float32", "float64", "float", "double"):
         if iceberg == "float":  # a finite double past float's range is no float value
-            past = f"(NOT isnan({w}) AND abs({w}) > {FLOAT_MAX} AND abs({w}) < double('inf'))"
+            past = f"(NOT isnan({w}) AND abs({w}) >= {FLOAT_PAST} AND abs({w}) < double('inf'))"
             return f"IF({past}, NULL, CAST({w} AS FLOAT))"
         return f"CAST({w} AS DOUBLE)"
     if iceberg == "boolean":

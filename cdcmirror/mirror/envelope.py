@@ -63,11 +63,17 @@ as NULL and keep the rest, and a NULL would be written where the source has a va
 JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
 
 
-def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
-    row = row_struct_ddl(table)
+def source_ddl(table: MirrorTable) -> str:
+    """The fields of the envelope's ``source`` block the decode reads (``name TYPE, ...``)."""
     source = dialects.of(table.dialect).source_fields_ddl
     if _in_reload(table, "p"):
         source += ", txId BIGINT"  # which changes the re-loaded rows hold
+    return source
+
+
+def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
+    row = row_struct_ddl(table)
+    source = source_ddl(table)
     body = f"before {row}, after {row}, source STRUCT<{source}>, op STRING, ts_ms BIGINT"
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 

@@ -42,7 +42,7 @@ from cdcmirror.spark.batch_gate import BatchGate
 from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.batch_summary import topics_of_batch
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, raw_dead, write_dead_letters
-from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
+from cdcmirror.spark.decode import AvroReads, decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.executor_loss import ATTEMPTS, retried
 from cdcmirror.spark.maintenance import JobMaintenance, between_batches
 from cdcmirror.spark.own_reads import apply_own, with_records
@@ -118,8 +118,9 @@ class Applier:
         self._tombstones = TombstoneTables(options.internal_namespace)
         # the row schemas each table took (JSON with schemas)
         self._known = options.known_schemas or KnownSchemas()
-        self._avro_on = options.registry is not None
-        self._kind = "avro" if self._avro_on else "json" if options.schemas else "schemaless"
+        registry = options.registry  # Avro: a batch read once reads its bodies in the decode
+        self._reads: bool | AvroReads = registry is not None and AvroReads(self._avro, registry)
+        self._kind = "avro" if registry is not None else "json" if options.schemas else "schemaless"
         self.evolution = BatchEvolution(
             self._kind, options.registry, hooks.reload, hooks.evolve, self._remember
         )
@@ -315,7 +316,7 @@ class Applier:
             learn = known is None or parts.get("guessed") or self._known.of(table) is None
             if learn:  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
-            decoded = decode_events(events, table, self.options.schemas, self._avro_on, known, seen)
+            decoded = decode_events(events, table, self.options.schemas, self._reads, known, seen)
             try:
                 batch = self._table_batch(events, batch_id, table, stats, known is not None)
                 dead = apply_decoded(batch, decoded)

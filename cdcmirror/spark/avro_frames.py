@@ -32,6 +32,7 @@ from cdcmirror.mirror.avro import (
     plain_schema,
     record_fields,
 )
+from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.sql_text import q
 from cdcmirror.streams.avro_direct import direct_fields
@@ -105,6 +106,38 @@ def _every(checks: list[Any]) -> Any:
     return reduce(and_, found) if found else None
 
 
+def _values(
+    known: dict[int, tuple[str, list[str]]],
+    columns: Sequence[IcebergColumn] | None,
+    envelope: AvroEnvelope | None,
+) -> tuple[Any, Any, Any, Any]:
+    """Over the records read per id (``_cdc_avro_<id>``; ``known``: each id's plain schema and
+    field names): the JSON text, a stream's event struct, a CDC table's envelope (each for
+    the ids that take it, ``AvroFrames.decode``), and whether a string is not UTF-8."""
+    from pyspark.sql import functions as F
+
+    text: Any = F.lit(None).cast("string")
+    direct: Any = F.lit(None).cast(_struct_ddl(columns or []))
+    env: Any = F.lit(None).cast(envelope.ddl if envelope else "string")
+    not_utf8: Any = F.lit(None).cast("boolean")
+    for sid, (plain, fields) in known.items():
+        record, this = F.col(f"_cdc_avro_{sid}"), F.col("_cdc_schema_id") == sid
+        valid = _text_valid(record, json.loads(plain), {})
+        if valid is not None:
+            not_utf8 = F.when(this, ~valid).otherwise(not_utf8)
+        # a body that does not fit reads as a record whose every field is NULL
+        fits = ~reduce(and_, [record[f].isNull() for f in fields])
+        same = direct_fields(plain, columns) if columns else None
+        built = envelope.sql(plain, f"_cdc_avro_{sid}") if envelope else None
+        if same is not None:
+            direct = F.when(this & fits, _event(record, columns or [], same)).otherwise(direct)
+        elif built is not None:
+            env = F.when(this & fits, F.expr(built)).otherwise(env)
+        else:
+            text = F.when(this, F.when(fits, F.to_json(record, _KEEP_NULLS))).otherwise(text)
+    return text, direct, env, not_utf8
+
+
 class AvroFrames:
     """Decodes the framed values of batches; what Spark makes of each schema id is kept."""
 
@@ -134,23 +167,23 @@ class AvroFrames:
         framed: Any,
         schemas: dict[int, str],
         columns: Sequence[IcebergColumn] | None = None,
+        envelope: AvroEnvelope | None = None,
     ) -> Any:
         """``framed`` (with ``_cdc_schema_id``) plus ``_cdc_json`` and ``_cdc_decode_error``;
         ``schemas``: the registry's text of the batch's ids (ids it lacks are left out). With a
         stream's ``columns``, also ``_cdc_avro``: the event as a struct of the columns, for the
         ids whose fields are the columns' types (``streams/avro_direct.py``; ``_cdc_json`` is
-        NULL then)."""
+        NULL then). With a CDC table's ``envelope``, also ``_cdc_env``: the envelope its decode
+        reads, for the ids whose fields give the JSON text's values (``avro_envelope.py``;
+        ``_cdc_json`` is NULL then)."""
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
         usable = {sid: self._check(framed.sparkSession, sid, text) for sid, text in schemas.items()}
-        body = F.expr(f"substring(value, {HEADER + 1})")
-        text: Any = F.lit(None).cast("string")
-        direct: Any = F.lit(None).cast(_struct_ddl(columns or []))
-        not_utf8: Any = F.lit(None).cast("boolean")
         known = {sid: k for sid, k in sorted(usable.items()) if k is not None}
         # each id's record read once, in a column of its own (only for that id's values):
         # an expression naming the reader several times would run it each time
+        body = F.expr(f"substring(value, {HEADER + 1})")
         framed = framed.select(
             "*",
             *(
@@ -160,29 +193,18 @@ class AvroFrames:
                 for sid, (plain, _) in known.items()
             ),
         )
-        for sid, (plain, fields) in known.items():
-            record = F.col(f"_cdc_avro_{sid}")
-            valid = _text_valid(record, json.loads(plain), {})
-            if valid is not None:
-                not_utf8 = F.when(F.col("_cdc_schema_id") == sid, ~valid).otherwise(not_utf8)
-            # a body that does not fit reads as a record whose every field is NULL
-            fits = ~reduce(and_, [record[f].isNull() for f in fields])
-            same = direct_fields(plain, columns) if columns else None
-            if same is not None:
-                event = _event(record, columns or [], same)
-                direct = F.when((F.col("_cdc_schema_id") == sid) & fits, event).otherwise(direct)
-                continue
-            decoded = F.when(fits, F.to_json(record, _KEEP_NULLS))
-            text = F.when(F.col("_cdc_schema_id") == sid, decoded).otherwise(text)
+        text, direct, env, not_utf8 = _values(known, columns, envelope)
         readable = [sid for sid, plain in usable.items() if plain is not None]
         problems = {sid: self._problems[sid] for sid, plain in usable.items() if plain is None}
         framed = framed.withColumn("_cdc_json", F.when(F.col("value").isNotNull(), text))
         framed = framed.withColumn("_cdc_avro", direct).withColumn("_cdc_not_utf8", not_utf8)
-        unread = "_cdc_json IS NULL AND _cdc_avro IS NULL"
+        framed = framed.withColumn(ENVELOPE, env)
+        unread = f"_cdc_json IS NULL AND _cdc_avro IS NULL AND {ENVELOPE} IS NULL"
         error = avro_error_sql(readable, problems, unread, (("_cdc_not_utf8", NOT_UTF8),))
         framed = framed.withColumn("_cdc_decode_error", F.expr(error))
         framed = framed.drop("_cdc_not_utf8", *(f"_cdc_avro_{sid}" for sid in known))
-        return framed if columns else framed.drop("_cdc_avro")
+        framed = framed if columns else framed.drop("_cdc_avro")
+        return framed if envelope else framed.drop(ENVELOPE)
 
     def _check(self, spark: Any, sid: int, text: str) -> tuple[str, list[str]] | None:
         """The plain schema of ``sid`` and its field names if Spark reads it, else None (the

@@ -4,8 +4,10 @@ table's schema, each wire value converted by its carrier (``mirror/envelope.py``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     JSON_OPTIONS,
@@ -18,6 +20,7 @@ from cdcmirror.mirror.envelope import (
     wire_exprs,
 )
 from cdcmirror.mirror.evolution import NEW_SCHEMA, known_ids_sql, known_names_sql
+from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.schema_parts import (
     known_schema_sql,
     part_column,
@@ -26,6 +29,7 @@ from cdcmirror.mirror.schema_parts import (
     utf8_sql,
 )
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.spark.avro_frames import AvroFrames
 
 
 def register_functions(spark: Any) -> None:
@@ -58,22 +62,36 @@ def with_parts(records: Any, parts: list[str]) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class AvroReads:
+    """How a batch read once reads its Avro bodies: the job's frames and registry."""
+
+    frames: AvroFrames
+    registry: SchemaRegistry
+
+
 def decode_events(
     events: Any,
     table: MirrorTable,
     schemas: bool,
-    avro: bool,
+    avro: bool | AvroReads,
     known: list[str] | None = None,
     parts: list[str] | None = None,
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
-    ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``). ``schemas``: JSON with
-    schemas; ``known``: its row schemas the table took (Avro: schema ids; schemaless JSON:
-    field name lists), an event of another one is marked (``evolution.NEW_SCHEMA``,
-    ``spark/single_pass.py``); ``parts``: the batch's row schemas (JSON with schemas: its
-    events are parsed from their payloads, ``schema_parts.payload_text_sql``)."""
+    ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``, or, read once, with
+    ``_cdc_schema_id`` only: the bodies of the ``known`` ids are read here, by ``avro``'s
+    frames, with the envelope of ``table`` as it stands, ``avro_envelope.py``). ``schemas``:
+    JSON with schemas; ``known``: its row schemas the table took (Avro: schema ids;
+    schemaless JSON: field name lists), an event of another one is marked
+    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row
+    schemas (JSON with schemas: its events are parsed from their payloads,
+    ``schema_parts.payload_text_sql``)."""
     from pyspark.sql import functions as F
 
+    if isinstance(avro, AvroReads) and "_cdc_json" not in events.columns:
+        texts = avro.registry.schemas(sorted(int(k) for k in known or []))
+        events = avro.frames.decode(events, texts, envelope=AvroEnvelope(table))
     if schemas and parts and not avro:
         events = with_parts(events, parts)
     error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
@@ -86,9 +104,12 @@ def decode_events(
         text = F.col("_cdc_json")
     else:
         text = F.expr(payload_text_sql(parts or []) if schemas else "CAST(value AS STRING)")
-    parsed = events.withColumn(
-        "env", F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
-    ).withColumn("_cdc_raw", F.expr(raw_rows_sql("env", schemas)))
+    env = F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
+    if avro and ENVELOPE in events.columns:  # built from the record, no JSON text
+        env = F.when(F.col(ENVELOPE).isNotNull(), F.col(ENVELOPE)).otherwise(env)
+    parsed = events.withColumn("env", env).withColumn(
+        "_cdc_raw", F.expr(raw_rows_sql("env", schemas))
+    )
     return (
         parsed.selectExpr(*wire_exprs(table, schemas, error))
         .selectExpr(*decoded_exprs(table))

@@ -94,15 +94,16 @@ def once_records(
     registry: SchemaRegistry | None,
     kind: str,
 ) -> Any | None:
-    """The records of a batch of one table's events as its decode reads them: JSON checked
-    for UTF-8; Avro with the frames of the known schema ``ids`` read (an event of another
-    id is not: ``decode.decode_events`` marks it new; ``registry`` None: JSON). None: a known
-    schema is no id (as a job that read JSON kept them), so the batch takes the first look.
-    ``kind``: avro, json or schemaless."""
+    """The records of a batch of one table's events as its decode takes them: JSON checked
+    for UTF-8; Avro with their schema ids, the bodies of the known ones read by the decode
+    (``decode.decode_events``, with the table as its evolution leaves it; an event of
+    another id is marked new; ``registry`` None: JSON). None: a known schema is no id (as a
+    job that read JSON kept them), so the batch takes the first look. ``kind``: avro, json
+    or schemaless."""
     if registry is None and kind == "schemaless":
         return with_utf8_check(df)  # no schema part to skip
     if registry is None:
         return with_utf8_check(df, sorted(schemas))
     if not all(s.isdigit() for s in schemas):
         return None
-    return frames.decode(frames.with_ids(df), registry.schemas(sorted(int(s) for s in schemas)))
+    return frames.with_ids(df)

@@ -1,0 +1,75 @@
+"""Which Avro envelopes a CDC table's decode builds from the record (``avro_envelope.py``):
+the fit decisions. Pure; the SQL runs on Spark in ``integration_tests/test_avro_envelope.py``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cdcmirror.mirror.avro import plain_schema
+from cdcmirror.mirror.avro_envelope import AvroEnvelope
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from tests.test_avro_decoding import ENVELOPE, VALUE, optional
+
+
+def table(*columns: tuple[str, str, str]) -> MirrorTable:
+    return MirrorTable(
+        identifier="ns.items",
+        topic="src.s.items",
+        flavor="postgresql",
+        source="s.items",
+        key=("id",),
+        mode="upsert",
+        columns=(MirrorColumn("id", "long", "int64"), *(MirrorColumn(*c) for c in columns)),
+    )
+
+
+def envelope_with(field: dict[str, Any]) -> str:
+    value = {**VALUE, "fields": [{"name": "id", "type": "long"}, field]}
+    top: list[dict[str, Any]] = ENVELOPE["fields"]  # type: ignore[assignment]
+    fields = [{**f, "type": optional(value)} if f["name"] == "before" else f for f in top]
+    return json.dumps(plain_schema({**ENVELOPE, "fields": fields}))
+
+
+def test_the_recorded_shape_is_built_for_the_columns_whose_types_fit() -> None:
+    fitting = table(
+        ("name", "string", "string"),
+        ("small", "int", "int16"),
+        ("price", "decimal(38,10)", "bytes org.apache.kafka.connect.data.Decimal(10)"),
+        ("ratio", "float", "float32"),
+        ("born", "date", "int32 io.debezium.time.Date"),
+        ("data", "binary", "bytes"),
+        ("tags", "list<string>", "array<string>"),
+        ("absent", "string", "string"),  # a column the schema lacks: NULL, as the text reads it
+    )
+    sql = AvroEnvelope(fitting).sql(json.dumps(plain_schema(ENVELOPE)), "r")
+    assert sql is not None
+    assert "CAST(r.after.`small` AS BIGINT)" in sql and "'absent', NULL" in sql
+    assert "translate(base64(r.after.`price`)" in sql and "transform(r.after.`tags`" in sql
+    assert sql.startswith("CAST(named_struct('before', IF(r.before IS NULL, NULL,")
+
+
+@pytest.mark.parametrize(
+    "field,column",
+    [
+        (
+            {"name": "v", "type": optional({"type": "map", "values": "long"})},
+            ("v", "string", "map<string>"),
+        ),
+        ({"name": "v", "type": ["null", "long", "string"]}, ("v", "string", "string")),
+        ({"name": "v", "type": "long"}, ("v", "string", "string")),  # a number into text
+        ({"name": "v", "type": "float"}, ("v", "double", "float32")),  # its text is another double
+        ({"name": "v", "type": "string"}, ("v", "long", "int64")),
+        ({"name": "ID", "type": "long"}, ("v", "string", "string")),  # id and ID: one name to Spark
+    ],
+)
+def test_a_field_that_would_read_otherwise_leaves_the_schema_to_the_text(
+    field: dict[str, Any], column: tuple[str, str, str]
+) -> None:
+    assert AvroEnvelope(table(column)).sql(envelope_with(field), "r") is None
+
+
+def test_a_schema_that_is_no_record_is_not_built() -> None:
+    assert AvroEnvelope(table()).sql('"long"', "r") is None
