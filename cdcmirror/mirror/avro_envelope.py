@@ -61,7 +61,8 @@ def _named(node: Any, named: dict[str, Any]) -> None:
         for f in node.get("fields", []) if kind == "record" else []:
             if isinstance(f, dict):
                 _named(f.get("type"), named)
-        _named(node.get("items") if kind == "array" else kind, named)
+        inner = {"array": "items", "map": "values"}.get(str(kind))
+        _named(node.get(inner) if inner else kind, named)
 
 
 def _kind(node: Any, named: dict[str, Any]) -> Any:
