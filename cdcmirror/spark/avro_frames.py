@@ -128,10 +128,9 @@ def _values(
         # a body that does not fit reads as a record whose every field is NULL
         fits = ~reduce(and_, [record[f].isNull() for f in fields])
         same = direct_fields(plain, columns) if columns else None
-        built = envelope.sql(plain, f"_cdc_avro_{sid}") if envelope else None
         if same is not None:
             direct = F.when(this & fits, _event(record, columns or [], same)).otherwise(direct)
-        elif built is not None:
+        elif envelope and (built := envelope.sql(plain, f"_cdc_avro_{sid}")) is not None:
             env = F.when(this & fits, F.expr(built)).otherwise(env)
         else:
             text = F.when(this, F.when(fits, F.to_json(record, _KEEP_NULLS))).otherwise(text)
