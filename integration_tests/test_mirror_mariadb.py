@@ -196,6 +196,7 @@ def test_fixed_binary_values_ending_in_zero_bytes_stay_whole(
         b"abcdefgh",
     ]
     for m in maria_mirrored(spark_world, 30, extra={"bin": "binary(8)"}):
+        sc.settle(m)  # the snapshot is over: the updates below are streamed
         conn = m.source.connect()
         with conn.cursor() as cur:
             cur.execute(f"SELECT id FROM {m.source.table} ORDER BY id")
@@ -346,6 +347,7 @@ def test_uuid_values_shifted_by_the_binlog_are_reported_then_repaired(
     fixture = maria_mirrored(spark_world, 40, signal=True, extra={"u": "UUID"})
     m = next(fixture)
     try:
+        sc.settle(m)  # the snapshot is over: the updates below are streamed, not snapshotted
         ids = sorted(m.workload.ids)[:6]
         ending_in_zero = ids[:3]
         with closing(services.maria_connect(m.name)) as conn, conn.cursor() as cur:
