@@ -42,9 +42,10 @@ body after its 5-byte frame, with its schema from the registry, for Avro). With
 (every row updated once, not measured) after the ``inserts`` round, so that the rounds after
 it run in a JVM that has compiled the decode and the MERGE, as a job that has been running
 for a while has: without them the ``updates`` round is the JVM's second batch.
-``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g (a batch of 1M
-updates ran out of it: the job shares the JVM with the bounds' cached rows). N defaults
-to 100000, R to 3.
+``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g, 8g with
+``--decode-steps`` (whose last steps hold a round's records in memory: 4g ran out in the
+warm inserts round). A batch of 1M updates ran out of 4g: the job shares the JVM with the
+bounds' cached rows. N defaults to 100000, R to 3.
 
     .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F] [--decode-steps]
         [--warmup=K] [--driver-memory=M]
@@ -101,7 +102,10 @@ def mixed_statements(schema: str, n: int) -> list[str]:
 FORMAT = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--format=")), "json")
 WARMUP = int(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--warmup=")), "0"))
 # the JVM's heap (the session's 4g unless given): a batch of 1M events of updates needs more
-DRIVER_MEMORY = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--driver-memory=")), "")
+DRIVER_MEMORY = next(
+    (a.split("=", 1)[1] for a in sys.argv if a.startswith("--driver-memory=")),
+    "8g" if "--decode-steps" in sys.argv else "",  # its steps hold a round's records too
+)
 
 
 def main(n: int, runs: int) -> None:

@@ -238,10 +238,13 @@ def test_schemaless_format_turns_converter_schemas_off() -> None:
 
 
 def test_postgresql_position_orders_by_last_commit_then_lsn() -> None:
+    from cdcmirror.dialects.postgresql import first_of_sequence_sql
     from cdcmirror.mirror.positions import position_sql
 
     sql = position_sql("postgresql", "e")
     # phase, then source.sequence's last commit (the change's LSN when it is null), then LSN
-    assert sql.index("'$[0]'") < sql.index("coalesce(e.source.lsn")
-    assert "coalesce(CAST(get_json_object(e.source.sequence, '$[0]') AS BIGINT), coalesce(" in sql
+    # (the first item's SQL runs on Spark in integration_tests/test_sequence_sql.py)
+    first = first_of_sequence_sql("e.source.sequence")
+    assert sql.index(first) < sql.index("coalesce(e.source.lsn")
+    assert f"coalesce(CAST({first} AS BIGINT), coalesce(" in sql
     assert sql.endswith("CAST(partition AS BIGINT), offset)")

