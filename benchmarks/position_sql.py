@@ -13,9 +13,9 @@ cores, no stack needed.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
+from benchmarks.decode_steps import noop_seconds
 from cdcmirror.dialects.postgresql import first_of_sequence_sql
 from cdcmirror.mirror.positions import position_sql
 
@@ -24,15 +24,6 @@ SOURCE = (
     "to_json(array(CAST(900 + id AS STRING), CAST(1000 + id AS STRING))), "
     "'snapshot', CAST(NULL AS STRING), 'ts_ms', 1764900000000 + id), 'op', 'u') AS e"
 )
-
-
-def seconds(frame: Any, runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.monotonic()
-        frame.write.format("noop").mode("overwrite").save()
-        times.append(time.monotonic() - started)
-    return min(times)
 
 
 def main() -> None:
@@ -59,7 +50,7 @@ def main() -> None:
     }
     print(f"{n:,} events, seconds (fastest of 3):")
     for name, sql in variants.items():
-        print(f"  {name:34} {seconds(events.selectExpr(sql)):.3f}")
+        print(f"  {name:34} {noop_seconds(events.selectExpr(sql), runs=3):.3f}")
     spark.stop()
 
 

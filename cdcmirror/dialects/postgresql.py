@@ -169,10 +169,16 @@ def first_of_sequence_sql(sequence: str) -> str:
     substr(s, 2, length(s) - 2), ''), '^(null|"[0-9]{1,18}"),(null|"[0-9]{1,18}")$', 1),
     '"', '') END
     """
-    inner = f"IF(startswith({sequence}, '[') AND endswith({sequence}, ']'), "
-    inner += f"substr({sequence}, 2, length({sequence}) - 2), '')"
-    first = f"regexp_extract({inner}, '{SEQUENCE_PATTERN}', 1)"
+    first = shaped_first_sql(sequence)
     return (
         f"CASE {first} WHEN '' THEN get_json_object({sequence}, '$[0]') WHEN 'null' THEN NULL "
         f"ELSE translate({first}, '\"', '') END"
     )
+
+
+def shaped_first_sql(sequence: str) -> str:
+    """The first item of ``source.sequence`` as its text has it (``null`` or digits in
+    quotes) when the text has Debezium's shape (:data:`SEQUENCE_PATTERN`), else ''."""
+    inner = f"IF(startswith({sequence}, '[') AND endswith({sequence}, ']'), "
+    inner += f"substr({sequence}, 2, length({sequence}) - 2), '')"
+    return f"regexp_extract({inner}, '{SEQUENCE_PATTERN}', 1)"
