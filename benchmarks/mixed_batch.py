@@ -45,7 +45,8 @@ for a while has: without them the ``updates`` round is the JVM's second batch.
 ``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g, 8g with
 ``--decode-steps`` (whose last steps hold a round's records in memory: 4g ran out in the
 warm inserts round). A batch of 1M updates ran out of 4g: the job shares the JVM with the
-bounds' cached rows. N defaults to 100000, R to 3.
+bounds' cached rows. N defaults to 100000, R to 3. ``MIXED_BATCH_EVENT_LOG=DIR``: Spark
+writes its event log (every query, job and stage with their times) into DIR.
 
     .venv/bin/python benchmarks/mixed_batch.py [N] [R] [--cold] [--format=F] [--decode-steps]
         [--warmup=K] [--driver-memory=M]
@@ -129,6 +130,7 @@ def main(n: int, runs: int) -> None:
     topic = f"{schema}.{schema}.items"
     work = tempfile.TemporaryDirectory()
     try:
+        event_log(Path(work.name))
         config = load_config(environ=env, cwd=Path(work.name))
         bootstrap(config)
         wait_for_events(topic, n)
@@ -163,6 +165,20 @@ def main(n: int, runs: int) -> None:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
         work.cleanup()
     report(results)
+
+
+def event_log(work: Path) -> None:
+    """With ``MIXED_BATCH_EVENT_LOG=DIR``, the job's Spark writes its event log into DIR
+    (a ``cdcmirror.toml`` in the benchmark's working directory: Spark's setting names are
+    case-sensitive, which the ``CDCMIRROR_`` variables are not)."""
+    where = os.environ.get("MIXED_BATCH_EVENT_LOG")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        (work / "cdcmirror.toml").write_text(
+            '[spark.conf]\n"spark.eventLog.enabled" = "true"\n'
+            f'"spark.eventLog.compress" = "false"\n"spark.eventLog.dir" = "{where}"\n'
+        )
+        print(f"Spark event log in {where}", flush=True)
 
 
 def warm_up(config: Config, schema: str, topic: str, expected: int, n: int) -> int:

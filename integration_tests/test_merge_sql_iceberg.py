@@ -452,12 +452,19 @@ def test_tombstones_are_appended_and_a_key_s_newest_counts(spark_world: SparkWor
         2: "delete",
         9: "absent",
     }
-    # kept, as the applier keeps its classified changes: the append's plan is its own
-    classified.localCheckpoint(eager=True).createOrReplaceTempView("merge_it_classified")
+    # kept, as the applier keeps its classified changes (in parts, as a batch's are): the
+    # append's plan is its own, and it writes one file
+    kept = classified.repartition(3).localCheckpoint(eager=True)
+    assert kept.rdd.getNumPartitions() == 3
+    kept.createOrReplaceTempView("merge_it_classified")
     appended = tombstone_append_sql(TABLE, tombstones, "merge_it_classified")
     plan = spark.sql(f"EXPLAIN {appended}").first()[0]
     assert "AppendData" in plan and "Join" not in plan and "WriteDelta" not in plan, plan
     spark.sql(appended)
+    summary = spark.sql(
+        f"SELECT summary FROM {tombstones}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).first()[0]
+    assert summary["added-data-files"] == "1" and summary["added-records"] == "3", summary
     stored = spark.sql(f"SELECT id, _cdc_position FROM {tombstones} ORDER BY id, _cdc_position")
     assert [(r.id, r._cdc_position[2]) for r in stored.collect()] == [
         (1, 30),

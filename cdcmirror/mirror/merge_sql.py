@@ -315,12 +315,17 @@ def tombstone_append_sql(
     than its key's tombstones: a delete that is not is classified ``stale`` and not
     recorded, and a batch MERGEd without a classification is newer than every tombstone.
     ``classified`` False: ``changes`` are a direct batch's events, whose every delete is
-    recorded (``spark/direct_apply.entomb_direct``)."""
+    recorded (``spark/direct_apply.entomb_direct``).
+
+    One file a batch (a ``COALESCE(1)`` hint): without it each partition of the kept batch
+    wrote a file of its deletes, ten small files for the 20k deletes of a 100k batch (the
+    append 0.38 s, 0.29 s as one file; a few MB even for 200k deletes)."""
     keys = ", ".join(q(k) for k in table.key)
     deleted = "_cdc_action IN ('delete', 'absent')" if classified else "_cdc_op = 'd'"
     return (
         f"INSERT INTO {tombstones} ({keys}, _cdc_position, _cdc_source_ts) "
-        f"SELECT {keys}, _cdc_position, _cdc_source_ts FROM {changes} WHERE {deleted}"
+        f"SELECT /*+ COALESCE(1) */ {keys}, _cdc_position, _cdc_source_ts "
+        f"FROM {changes} WHERE {deleted}"
     )
 
 
