@@ -14,6 +14,15 @@ from pathlib import Path
 from typing import Any
 
 
+def event_log_conf(where: Path) -> dict[str, str]:
+    """The Spark settings of a job that writes its event log, uncompressed, into ``where``."""
+    return {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.dir": str(where),
+    }
+
+
 def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

@@ -67,6 +67,7 @@ from typing import Any
 from benchmarks.bounds import effect, plain_merge, pyiceberg_upsert, read_and_parse
 from benchmarks.copies import copy_like
 from benchmarks.decode_steps import decode_steps
+from benchmarks.event_timeline import event_log_conf
 from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
 from cdcmirror.commands.bootstrap import bootstrap
@@ -74,6 +75,7 @@ from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
 from integration_tests import services
+from integration_tests.bootstrap_env import write_config
 
 NAMES = ("id", "a", "b", "c", "d", "e", "f", "g", "h", "k")
 
@@ -174,10 +176,7 @@ def event_log(work: Path) -> None:
     where = os.environ.get("MIXED_BATCH_EVENT_LOG")
     if where:
         Path(where).mkdir(parents=True, exist_ok=True)
-        (work / "cdcmirror.toml").write_text(
-            '[spark.conf]\n"spark.eventLog.enabled" = "true"\n'
-            f'"spark.eventLog.compress" = "false"\n"spark.eventLog.dir" = "{where}"\n'
-        )
+        write_config(work, spark={"conf": event_log_conf(Path(where))})
         print(f"Spark event log in {where}", flush=True)
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.copies import copy_like
+from benchmarks.event_timeline import event_log_conf
 from benchmarks.mirror_batch import batch_done
 from integration_tests import services
 from integration_tests.mirror_env import MirrorJob
@@ -65,9 +66,7 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
     conf = json.loads(os.environ.get("SMALL_BATCH_SPARK_CONF", "{}"))
     if os.environ.get("SMALL_BATCH_EVENT_LOG"):  # Spark's event log, to see where time goes
         (work / "events").mkdir()
-        conf["spark.eventLog.enabled"] = "true"
-        conf["spark.eventLog.compress"] = "false"
-        conf["spark.eventLog.dir"] = str(work / "events")
+        conf.update(event_log_conf(work / "events"))
         print(f"Spark event log in {work / 'events'}", flush=True)
     if conf:
         extra["spark"] = {"conf": conf}
