@@ -43,6 +43,15 @@ def test_huge_generated_methods_run_without_whole_stage_code_unless_configured(
     assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[limit] == "65535"
 
 
+def test_runtime_bloom_filters_are_off_unless_configured(tmp_path: Path) -> None:
+    """Spark took a micro-batch's kept rows (no size known) for a big table and built a
+    bloom filter of 8 Mbit from a second scan of the target to filter them with."""
+    key = "spark.sql.optimizer.runtime.bloomFilter.enabled"
+    assert session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")[key] == "false"
+    (tmp_path / "cdcmirror.toml").write_text(f'[spark.conf]\n"{key}" = "true"\n')
+    assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[key] == "true"
+
+
 def test_s3a_settings_default_to_the_catalogs_s3_properties(tmp_path: Path) -> None:
     """The checkpoint on s3a:// reaches the store the catalog names; [spark.conf] wins."""
     (tmp_path / "cdcmirror.toml").write_text(

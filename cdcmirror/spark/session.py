@@ -83,6 +83,12 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         # projections ran interpreted in whole-stage code. Past this size Spark runs the
         # plan without it instead (the decode of 100k events 2.65 s against 3.35 s).
         "spark.sql.codegen.hugeMethodLimit": "8000",
+        # Spark's runtime bloom filter took a batch's kept rows (no size known) for a big
+        # table and, in a MERGE of updates, filtered them with the keys of a second scan of
+        # the target: a Spark job of its own and 8 Mbit built, shipped and read per batch
+        # and table. Off: 2 jobs instead of 3, a 30-table batch of updates 11.1 s against
+        # 11.9-12.7 s (benchmarks/RESULTS.md, 2026-12-05).
+        "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         "spark.driver.memory": "4g",
         "spark.sql.warehouse.dir": str(state / "spark-warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
