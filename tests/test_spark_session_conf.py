@@ -34,22 +34,22 @@ def test_under_spark_submit_the_launch_settings_are_its_own(tmp_path: Path) -> N
     assert any(k.startswith("spark.sql.catalog.") for k in conf)
 
 
-def test_huge_generated_methods_run_without_whole_stage_code_unless_configured(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("key", "default", "configured"),
+    [
+        # huge generated methods run without whole-stage code
+        ("spark.sql.codegen.hugeMethodLimit", "8000", "65535"),
+        # Spark took a micro-batch's kept rows (no size known) for a big table and built a
+        # bloom filter of 8 Mbit from a second scan of the target to filter them with
+        ("spark.sql.optimizer.runtime.bloomFilter.enabled", "false", "true"),
+    ],
+)
+def test_the_session_s_own_defaults_unless_configured(
+    tmp_path: Path, key: str, default: str, configured: str
 ) -> None:
-    limit = "spark.sql.codegen.hugeMethodLimit"
-    assert session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")[limit] == "8000"
-    (tmp_path / "cdcmirror.toml").write_text(f'[spark.conf]\n"{limit}" = "65535"\n')
-    assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[limit] == "65535"
-
-
-def test_runtime_bloom_filters_are_off_unless_configured(tmp_path: Path) -> None:
-    """Spark took a micro-batch's kept rows (no size known) for a big table and built a
-    bloom filter of 8 Mbit from a second scan of the target to filter them with."""
-    key = "spark.sql.optimizer.runtime.bloomFilter.enabled"
-    assert session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")[key] == "false"
-    (tmp_path / "cdcmirror.toml").write_text(f'[spark.conf]\n"{key}" = "true"\n')
-    assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[key] == "true"
+    assert session_conf(load_config(environ={}, cwd=tmp_path / "none"), "app")[key] == default
+    (tmp_path / "cdcmirror.toml").write_text(f'[spark.conf]\n"{key}" = "{configured}"\n')
+    assert session_conf(load_config(environ={}, cwd=tmp_path), "app")[key] == configured
 
 
 def test_s3a_settings_default_to_the_catalogs_s3_properties(tmp_path: Path) -> None:
