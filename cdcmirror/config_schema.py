@@ -36,6 +36,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "secrets": "str",
         "username": "str",
         "password": "str",
+        "secrets_dir": "str",
     },
     "bootstrap": {
         "initial_load": "str",
@@ -107,10 +108,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "connect": {
         "url": "http://127.0.0.1:8083",
         "secrets": "file",
-        # the REST API's basic auth: the local stack's own login (stack/layout.py); ""
-        # sends none
+        # the REST API's basic auth: the local stack's own login by default (its password
+        # made once per stack, stack_login.py); username "" sends none
         "username": "cdcmirror",
-        "password": "cdcmirror-local-only",
+        "password": "",
+        # where bootstrap writes the connectors' secret files (connect.secrets = "file"):
+        # a directory the Connect worker may read; "": the local stack's
+        "secrets_dir": "",
     },
     "bootstrap": {
         # how a new connector's tables get their rows: "spark" reads them over JDBC in

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Self
+
+from cdcmirror.stack_login import secrets_dir, stack_password
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,20 @@ class Connect(_Section):
     secrets: str  # "file" | "env"
     username: str = ""
     password: str = field(default="", repr=False)
+    secrets_dir: str = ""
 
     @property
     def auth(self) -> tuple[str, str] | None:
-        """The REST API's basic-auth login, None without a user name."""
-        return (self.username, self.password) if self.username else None
+        """The REST API's basic-auth login, None without a user name; without a password,
+        the local stack's own (made by `cdcmirror stack up`)."""
+        if not self.username:
+            return None
+        return (self.username, self.password or stack_password() or "")
+
+    @property
+    def secrets_path(self) -> Path:
+        """The directory of the connectors' secret files (the local stack's by default)."""
+        return Path(self.secrets_dir).expanduser() if self.secrets_dir else secrets_dir()
 
 
 @dataclass(frozen=True)

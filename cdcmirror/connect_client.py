@@ -14,6 +14,7 @@ from typing import Any
 from cdcmirror.config_sections import Connect
 from cdcmirror.exceptions import ConfigError, ConnectorError, ServiceUnavailableError
 from cdcmirror.http_auth import basic_auth
+from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ CONFLICT_WAIT = 60.0  # seconds a request is asked again while Connect answers a
 
 def refused(url: str, code: int) -> str:
     return (
-        f"Kafka Connect at {url} refused cdcmirror's login (HTTP {code}): fix "
+        f"Kafka Connect at {mask_url_password(url)} refused cdcmirror's login (HTTP {code}): fix "
         "connect.username and connect.password (or connect.password_file, or "
         "CDCMIRROR_CONNECT__PASSWORD)"
     )
@@ -54,6 +55,7 @@ class ConnectClient:
     ) -> None:
         """``auth``: the user name and password of Connect's basic authentication."""
         self.url = url.rstrip("/")
+        self.shown = mask_url_password(self.url)  # the URL in messages
         self.timeout = timeout
         self.conflict_wait = CONFLICT_WAIT
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -87,7 +89,7 @@ class ConnectClient:
     def _request_once(self, method: str, path: str, body: Any) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method, headers=self._headers
+            f"{self.shown}{path}", data=data, method=method, headers=self._headers
         )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -100,11 +102,11 @@ class ConnectClient:
                 detail = json.loads(detail).get("message", detail)
             error = ConnectorError if not momentary(exc.code, detail) else _Momentary
             raise error(
-                f"Kafka Connect at {self.url} answered {exc.code} to {method} {path}: {detail}"
+                f"Kafka Connect at {self.shown} answered {exc.code} to {method} {path}: {detail}"
             ) from exc
         except (urllib.error.URLError, OSError) as exc:
             raise ServiceUnavailableError(
-                f"Kafka Connect at {self.url} cannot be reached ({exc}); start it "
+                f"Kafka Connect at {self.shown} cannot be reached ({exc}); start it "
                 "(`cdcmirror stack up`) or fix connect.url"
             ) from exc
         return json.loads(raw) if raw else None

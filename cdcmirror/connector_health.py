@@ -11,6 +11,7 @@ from typing import Any
 
 from cdcmirror.config_sections import Connect
 from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +63,45 @@ def status_problem(name: str, status: dict[str, Any], connect_url: str) -> str |
         return None
     return (
         f"connector {name!r}: {'; '.join(parts)}. No change reaches Kafka until it runs again: "
-        "fix the cause (Kafka Connect's log has the whole trace), then `curl -X POST "
-        f"'{connect_url}/connectors/{name}/restart?includeTasks=true&onlyFailed=true'`"
+        + remedy(name, status, connect_url)
     )
+
+
+def remedy(name: str, status: dict[str, Any], connect_url: str) -> str:
+    """What brings a connector in ``status`` back, for its states: a FAILED one is restarted
+    after its cause is fixed; a PAUSED or STOPPED one was stopped on purpose and is resumed
+    (a restart leaves it paused); an UNASSIGNED one waits for a worker.
+
+    >>> remedy("c", {"connector": {"state": "PAUSED"}, "tasks": []}, "http://h")
+    "someone paused it: resume it with `curl -X PUT 'http://h/connectors/c/resume'`"
+    >>> remedy("c", {"connector": {"state": "RUNNING"}, "tasks": [{"state": "FAILED"}]}, "u")[:14]
+    'fix the cause '
+    """
+    connect_url = mask_url_password(connect_url)
+    url = f"{connect_url}/connectors/{name}"
+    states = [status.get("connector", {}).get("state")]
+    states += [t.get("state") for t in status.get("tasks", [])]
+    steps = []
+    if "FAILED" in states:
+        steps.append(
+            "fix the cause (Kafka Connect's log has the whole trace), then `curl -X POST "
+            f"'{url}/restart?includeTasks=true&onlyFailed=true'`"
+        )
+    stopped = [s for s in ("PAUSED", "STOPPED") if s in states]
+    if stopped:
+        how = "paused" if stopped[0] == "PAUSED" else "stopped"
+        steps.append(f"someone {how} it: resume it with `curl -X PUT '{url}/resume'`")
+    if "UNASSIGNED" in states:
+        steps.append(
+            "no Connect worker runs it: check that the workers of the Connect cluster are up "
+            f"(`curl '{connect_url}/connectors/{name}/status'` names the worker)"
+        )
+    if not steps:  # running without a task: the connector found nothing to capture
+        steps.append(
+            "check its config (`curl '" + url + "/config'`) and Kafka Connect's log, then "
+            f"`curl -X POST '{url}/restart?includeTasks=true'`"
+        )
+    return "; ".join(steps)
 
 
 def failed(status: dict[str, Any]) -> bool:

@@ -10,9 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.masking import MASK
 from cdcmirror.paths import write_private
 
-MASK = "***"
+# the environment variables a connector config may name (``password_reference``): the only
+# ones the local stack's Connect worker resolves (``stack/layout.connect_properties``)
+SOURCE_PASSWORD = "CDCMIRROR_SOURCE__PASSWORD"
+SASL_PASSWORD = "CDCMIRROR_KAFKA__SASL_PASSWORD"
+REGISTRY_PASSWORD = "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD"
+SECRET_VARIABLES = (SOURCE_PASSWORD, SASL_PASSWORD, REGISTRY_PASSWORD)
+
 PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 TEMPLATES = ("postgresql", "mysql", "mariadb")
 
@@ -50,7 +57,7 @@ def password_reference(
     mode: str,
     secret_file: Path | None = None,
     key: str = "password",
-    env_var: str = "CDCMIRROR_SOURCE__PASSWORD",
+    env_var: str = SOURCE_PASSWORD,
 ) -> str:
     """What the connector config says instead of a password (``key`` in the secret file).
 

@@ -22,7 +22,7 @@ from cdcmirror import paths
 from cdcmirror.connect_client import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 from cdcmirror.stack.health import delete_topics, topics_named
-from cdcmirror.stack.layout import CONNECT_LOGIN
+from cdcmirror.stack_login import ensure_login
 from integration_tests import made_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ CONNECT = "http://127.0.0.1:8083"
 
 def connect_client(timeout: float = 30.0) -> ConnectClient:
     """The local stack's Connect, logged in (its REST API asks for basic auth)."""
-    return ConnectClient(CONNECT, timeout, CONNECT_LOGIN)
+    return ConnectClient(CONNECT, timeout, ensure_login())
 
 
 # every name unique() made in this process: the connectors, Kafka topics and replication

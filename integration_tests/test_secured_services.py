@@ -110,3 +110,59 @@ def test_connect_rest_api_asks_for_a_login(stack: Stack, tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="HTTP 401"):
         ConnectClient(services.CONNECT).names()
     assert isinstance(services.connect_client().names(), list)
+    # the old fixed, published password opens nothing (each stack makes its own)
+    fixed = run_cli(config, "check", env={"CDCMIRROR_CONNECT__PASSWORD": "cdcmirror-local-only"})
+    assert fixed.exit_code == 2 and "HTTP 401" in fixed.output, fixed.output
+
+
+def _validated_text(hostname: str) -> str:
+    """Connect's validate errors for a MariaDB connector whose host is ``hostname`` (its
+    error quotes the host it could not reach)."""
+    client = services.connect_client()
+    config = {
+        "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "name": services.unique("probe"),
+        "topic.prefix": "probe",
+        "database.hostname": hostname,
+        "database.port": "3306",
+        "database.user": "nobody",
+        "database.password": "x",
+        "database.server.id": "5",
+    }
+    return "\n".join(client.validate(config))
+
+
+def test_connect_providers_read_only_cdcmirror_secrets(stack: Stack, tmp_path: Path) -> None:
+    """Issue 67, item 9: whoever may validate a connector could read any file or variable of
+    Connect's process through ``${file:...}`` / ``${env:...}`` in its config, then the error
+    text. The worker reads files of the secrets directory and cdcmirror's variables only."""
+    import os
+    import uuid
+
+    from cdcmirror.stack_login import ensure_login, login_file, secrets_dir
+
+    token = uuid.uuid4().hex
+    outside = _secret(tmp_path, "outside.properties", f"k=outside-{token}")
+    inside = secrets_dir() / f"probe-{token}.properties"
+    inside.write_text(f"k=inside-{token}\n")
+    inside.chmod(0o600)
+    try:
+        # the control: a reference inside the directory is resolved (and shows in the text)
+        assert f"inside-{token}" in _validated_text(f"${{file:{inside}:k}}")
+        (tmp_path / "secrets").mkdir()
+        beside = _secret(tmp_path / "secrets", "k.properties", f"k=outside-{token}")
+        files = [
+            outside,
+            Path(f"{secrets_dir()}/../../../../{outside.relative_to('/')}"),  # out by ..
+            beside,  # a directory of the same name elsewhere
+        ]
+        for path in files:
+            text = _validated_text(f"${{file:{path}:k}}")
+            assert f"outside-{token}" not in text, (path, text)
+        login = _validated_text(f"${{file:{login_file()}:x}}")
+        assert ensure_login()[1] not in login, "the REST password is no secret file"
+        for name in ("PATH", "HOME"):
+            text = _validated_text(f"${{env:{name}}}")
+            assert os.environ[name] not in text, (name, text)
+    finally:
+        inside.unlink()

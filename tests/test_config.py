@@ -9,7 +9,8 @@ from cdcmirror.config import load_config
 from cdcmirror.config_schema import SCHEMA
 from cdcmirror.config_sections import SECTIONS
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.redaction import mask_url_password, redacted
+from cdcmirror.masking import mask_url_password
+from cdcmirror.redaction import redacted
 
 
 def write(tmp_path: Path, text: str) -> Path:

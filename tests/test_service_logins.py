@@ -18,16 +18,27 @@ from cdcmirror.connectors import write_secret_file
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.redaction import redacted
 from cdcmirror.stack import layout
+from cdcmirror.stack_login import ensure_login, login_file
 
 COMPOSE = Path(__file__).parents[1] / "compose"
 
 
-def test_default_login_is_the_local_stacks_natively_and_in_compose(tmp_path: Path) -> None:
+def test_default_login_is_the_one_the_local_stack_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No fixed, published password (issue 67, item 9): each stack makes its own, kept
+    owner-only in its directory, and the default ``[connect]`` login is that one."""
+    monkeypatch.setenv("CDCMIRROR_STACK_DIR", str(tmp_path / "stack"))
     config = load_config(environ={}, cwd=tmp_path)
-    assert config.connect.auth == layout.CONNECT_LOGIN
-    users = (COMPOSE / "connect-users.properties").read_text()
-    assert "{}={}".format(*layout.CONNECT_LOGIN) in users.splitlines()
-    assert layout.connect_users(*layout.CONNECT_LOGIN) == "{}={}\n".format(*layout.CONNECT_LOGIN)
+    assert config.connect.auth == ("cdcmirror", ""), "no stack here yet: no password"
+    login = ensure_login()
+    assert login[0] == "cdcmirror" and len(login[1]) >= 40 and login[1] != "cdcmirror-local-only"
+    assert ensure_login() == login, "made once, then kept"
+    assert (login_file().stat().st_mode & 0o777) == 0o600
+    assert load_config(environ={}, cwd=tmp_path).connect.auth == login
+    monkeypatch.setenv("CDCMIRROR_STACK_DIR", str(tmp_path / "another"))
+    assert ensure_login() != login, "each stack its own"
+    assert layout.connect_users(*login) == "{}={}\n".format(*login)
     jaas = layout.connect_jaas(Path("/s/users.properties"))
     assert 'PropertyFileLoginModule required file="/s/users.properties";' in jaas
     assert jaas.startswith("KafkaConnect {")

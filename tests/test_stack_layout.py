@@ -20,20 +20,27 @@ def test_broker_binds_loopback_only() -> None:
 
 
 def test_connect_worker_is_exactly_once_with_providers_on_loopback() -> None:
-    p = props(layout.connect_properties(Path("/plugins")))
+    p = props(layout.connect_properties(Path("/plugins"), Path("/stack/secrets")))
     assert p["exactly.once.source.support"] == "enabled"
     assert p["listeners"] == "http://127.0.0.1:8083"
     assert set(p["config.providers"].split(",")) == {"file", "env"}
     assert p["plugin.path"] == "/plugins"
+    # the providers read the secrets directory and cdcmirror's variables only
+    assert p["config.providers.file.param.allowed.paths"] == "/stack/secrets"
+    assert p["config.providers.env.param.allowlist.pattern"] == (
+        "CDCMIRROR_SOURCE__PASSWORD|CDCMIRROR_KAFKA__SASL_PASSWORD|"
+        "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD"
+    )
 
 
 def test_compose_worker_has_the_native_workers_settings() -> None:
     """compose/connect-distributed.properties says it is the native worker's settings: it is,
     but for addresses and paths (one worker in both: lost tasks are reassigned at once)."""
-    native = props(layout.connect_properties(Path("/plugins")))
+    native = props(layout.connect_properties(Path("/plugins"), Path("/secrets")))
     text = (Path(__file__).parents[1] / "compose" / "connect-distributed.properties").read_text()
     compose = props("\n".join(x for x in text.splitlines() if not x.startswith("#")))
     where = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "plugin.path"}
+    where.add("config.providers.file.param.allowed.paths")
     assert compose.keys() - where == native.keys() - where - {"rest.advertised.port"}
     assert {k: compose[k] for k in compose.keys() - where} == {
         k: native[k] for k in compose.keys() - where

@@ -12,7 +12,12 @@ from typing import Any
 from cdcmirror import dialects
 from cdcmirror.config import Config
 from cdcmirror.config_sections import Kafka
-from cdcmirror.connectors import password_reference, render_connector
+from cdcmirror.connectors import (
+    REGISTRY_PASSWORD,
+    SASL_PASSWORD,
+    password_reference,
+    render_connector,
+)
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.kafka_security import history_client_settings
 from cdcmirror.source.postgresql import PUBLICATION
@@ -56,7 +61,8 @@ def include_list(tables: list[str]) -> str:
 
 
 def secret_file(config: Config, source_name: str) -> Path:
-    return config.state_dir / "secrets" / f"{connector_name(source_name)}.properties"
+    """The connector's secret file, in the directory Connect's file provider may read."""
+    return config.connect.secrets_path / f"{connector_name(source_name)}.properties"
 
 
 def template_name(catalog: SourceCatalog) -> str:
@@ -182,9 +188,7 @@ def plan_connector(
     rendered = render_connector(template_name(catalog), params)
     if config.source.unknown_types == "string":
         rendered["include.unknown.datatypes"] = "true"
-    registry_ref = password_reference(
-        mode, secret_path, "registry_password", "CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD"
-    )
+    registry_ref = password_reference(mode, secret_path, "registry_password", REGISTRY_PASSWORD)
     rendered.update(converter_settings(config.kafka, registry_ref))
     if config.kafka.avro:  # the JSON converter's setting, not Avro's
         for side in ("key", "value"):
@@ -195,9 +199,7 @@ def plan_connector(
     kafka_password = ""
     if "schema.history.internal.kafka.bootstrap.servers" in rendered:
         # the history topic is read and written by the connector's own clients
-        ref = password_reference(
-            mode, secret_path, "kafka_password", "CDCMIRROR_KAFKA__SASL_PASSWORD"
-        )
+        ref = password_reference(mode, secret_path, "kafka_password", SASL_PASSWORD)
         rendered.update(history_client_settings(config.kafka, ref))
         kafka_password = config.kafka.sasl_password if config.kafka.sasl else ""
     name = connector_name(source_name)

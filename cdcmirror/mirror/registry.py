@@ -20,6 +20,7 @@ from typing import Any
 
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError
 from cdcmirror.http_auth import basic_auth
+from cdcmirror.masking import mask_url_password
 
 NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answered 404
 
@@ -27,7 +28,8 @@ NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answer
 def refused(url: str, code: int) -> str:
     """What a registry that refused cdcmirror's login (HTTP 401/403) is reported as."""
     return (
-        f"the schema registry at {url} refused cdcmirror's login (HTTP {code}): set "
+        f"the schema registry at {mask_url_password(url)} refused cdcmirror's login "
+        f"(HTTP {code}): set "
         "kafka.schema_registry_username and kafka.schema_registry_password (or "
         "kafka.schema_registry_password_file)"
     )
@@ -43,6 +45,7 @@ class SchemaRegistry:
     ) -> None:
         """``auth``: the user name and password of the registry's basic authentication."""
         self.url = url.rstrip("/")
+        self.shown = mask_url_password(self.url)  # the URL in messages
         self.timeout = timeout
         self.retries = retries
         self._auth = auth
@@ -94,7 +97,7 @@ class SchemaRegistry:
 
     def _fetch_body(self, path: str, what: str) -> dict[str, Any] | None:
         """The registry's JSON answer for ``path`` (with a ``schema`` text); None: 404."""
-        request = urllib.request.Request(f"{self.url}/{path}")
+        request = urllib.request.Request(f"{self.shown}/{path}")
         if self._auth is not None:
             request.add_header("Authorization", basic_auth(*self._auth))
         try:
@@ -106,18 +109,18 @@ class SchemaRegistry:
             if exc.code in (401, 403):
                 raise ConfigError(refused(self.url, exc.code)) from exc
             raise ServiceUnavailableError(
-                f"the schema registry at {self.url} answered HTTP {exc.code} for {what}; "
+                f"the schema registry at {self.shown} answered HTTP {exc.code} for {what}; "
                 "check kafka.schema_registry_url (a Confluent-compatible API)"
             ) from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise ServiceUnavailableError(
-                f"the schema registry at {self.url} is not reachable ({exc}); start it "
+                f"the schema registry at {self.shown} is not reachable ({exc}); start it "
                 "(`cdcmirror stack up` runs one) or set kafka.schema_registry_url"
             ) from exc
         schema = body.get("schema") if isinstance(body, dict) else None
         if not isinstance(schema, str):
             raise ServiceUnavailableError(
-                f"the schema registry at {self.url} gave no schema for {what}: "
+                f"the schema registry at {self.shown} gave no schema for {what}: "
                 "is kafka.schema_registry_url a Confluent-compatible API?"
             )
         return dict(body)

@@ -8,7 +8,7 @@ from typing import Any
 from cdcmirror import dialects
 from cdcmirror.config_sections import Source
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError, SourceError
-from cdcmirror.redaction import mask_url_password
+from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
 from cdcmirror.stack import cluster, health, layout, processes, s3, tls
 from cdcmirror.stack.layout import CONNECT, KAFKA, REGISTRY, StackPart
+from cdcmirror.stack_login import ensure_login, secrets_dir
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class Stack:
             return health.broker_answers_metadata(KAFKA.address())
         if part is REGISTRY:
             return health.registry_answers(REGISTRY.address() + layout.REGISTRY_CCOMPAT_PATH)
-        plugins = health.connect_plugins(CONNECT.address(), auth=layout.CONNECT_LOGIN)
+        plugins = health.connect_plugins(CONNECT.address(), auth=ensure_login(self.root))
         return plugins is not None and all(p in plugins for p in layout.DEBEZIUM_PLUGINS)
 
     def status(self, with_cluster: bool | None = None) -> list[PartStatus]:
@@ -204,9 +205,12 @@ class Stack:
         self.log4j_file.write_text(layout.log4j2_properties())
         keystore = tls.ensure_certificates(self.tls_dir)
         self.config_file(KAFKA).write_text(layout.broker_properties(self.kafka_data, keystore))
-        self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path))
+        secrets = secrets_dir(self.root)
+        secrets.mkdir(parents=True, exist_ok=True)
+        secrets.chmod(0o700)
+        self.config_file(CONNECT).write_text(layout.connect_properties(plugin_path, secrets))
         users = self.root / "config" / "connect-users.properties"
-        paths.write_private(users, layout.connect_users(*layout.CONNECT_LOGIN))
+        paths.write_private(users, layout.connect_users(*ensure_login(self.root)))
         self.connect_jaas.write_text(layout.connect_jaas(users))
 
     def _ensure_running(

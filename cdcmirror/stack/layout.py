@@ -7,6 +7,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcmirror.connectors import SECRET_VARIABLES
+
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 SECURE_PORT = 9094  # SASL_SSL: TLS, SCRAM-SHA-512 logins (stack/tls.py)
@@ -22,9 +24,6 @@ DEBEZIUM_PLUGINS = (
 
 PROVIDERS = "org.apache.kafka.common.config.provider"
 BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension"
-# the REST API's basic-auth login: the local stack's own (config_schema's default
-# [connect] username and password), like the S3 keys and the sources' passwords
-CONNECT_LOGIN = ("cdcmirror", "cdcmirror-local-only")
 
 CONNECT_TOPICS = {
     "config.storage.topic": "_cdcmirror_connect_configs",
@@ -112,11 +111,15 @@ def broker_properties(data_dir: Path, keystore: Path) -> str:
     )
 
 
-def connect_properties(plugin_path: Path) -> str:
+def connect_properties(plugin_path: Path, secrets_dir: Path) -> str:
     """A distributed-mode Connect worker with exactly-once source support and config providers.
 
     Connector configs reference secrets as ``${file:PATH:KEY}`` or ``${env:NAME}``; the
-    worker resolves them, so passwords never sit in clear in a connector config.
+    worker resolves them, so passwords never sit in clear in a connector config. The file
+    provider reads only ``secrets_dir`` and the environment provider only the variables
+    cdcmirror's connectors name (``connectors.SECRET_VARIABLES``): anyone who may register or
+    validate a connector could otherwise read any file or variable of the worker's process
+    back through an error message.
 
     ``scheduled.rebalance.max.delay.ms=0``: a worker that misses the rebalance timeout (its
     herder blocked while the broker was down a minute) leaves the group and joins again as a
@@ -149,8 +152,20 @@ def connect_properties(plugin_path: Path) -> str:
             "config.providers": "file,env",
             "config.providers.file.class": f"{PROVIDERS}.FileConfigProvider",
             "config.providers.env.class": f"{PROVIDERS}.EnvVarConfigProvider",
+            "config.providers.file.param.allowed.paths": str(secrets_dir),
+            "config.providers.env.param.allowlist.pattern": secret_variables_pattern(),
         }
     )
+
+
+def secret_variables_pattern() -> str:
+    """The environment provider's allowlist: exactly the variables of
+    ``connectors.SECRET_VARIABLES`` (a Java regex matched against the whole name).
+
+    >>> secret_variables_pattern()
+    'CDCMIRROR_SOURCE__PASSWORD|CDCMIRROR_KAFKA__SASL_PASSWORD|CDCMIRROR_KAFKA__SCHEMA_REGISTRY_PASSWORD'
+    """
+    return "|".join(SECRET_VARIABLES)
 
 
 def connect_jaas(users_file: Path) -> str:
