@@ -16,7 +16,8 @@ TRUNCATED_TS_PROPERTY = "cdcmirror.truncated-at-ts"
 # PostgreSQL: the changes the last re-load's rows hold (mirror/reload_mark.py)
 RELOADED_PROPERTY = "cdcmirror.reloaded"
 LEASE_PROPERTY = "cdcmirror.lease"  # the mirror job that holds the table (mirror/lease.py)
-LOAD_PROPERTY = "cdcmirror.initial-load"  # "pending" until the Spark load, then its summary
+LOAD_PROPERTY = "cdcmirror.initial-load"  # LOAD_PENDING until the Spark load, then its summary
+LOAD_PENDING = "pending"
 STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for
 
 # Row-level changes write delete files, not rewritten data files (every table cdcmirror makes)

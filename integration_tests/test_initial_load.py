@@ -272,3 +272,54 @@ def test_postgresql_reload_after_a_truncate_the_mirror_applied(
     sc.settle(m)
     m.mirror()
     _pairs_rows(pairs, spark, pair_table)
+
+
+def _snapshots(spark: Any, identifier: str) -> list[int]:
+    rows = spark.sql(f"SELECT snapshot_id FROM {identifier}.snapshots").collect()
+    return sorted(int(r[0]) for r in rows)
+
+
+def test_mariadb_reload_is_not_undone_by_a_replayed_truncate(
+    maria_loaded: Loaded, spark_world: SparkWorld
+) -> None:
+    """Issue 67, item 2: the mirror applied a TRUNCATE, the table was re-loaded, then the
+    connector read the binlog again from before the TRUNCATE (Debezium's at-least-once
+    restart). Every replayed change is older than the re-load's read, so the re-loaded rows
+    hold it: nothing is committed and the table still equals the source. Before, the
+    replayed TRUNCATE emptied the re-loaded rows (their snapshot-phase position is older
+    than any streamed change)."""
+    m, pairs, spark = maria_loaded.m, maria_loaded.pairs, spark_world.spark
+    client, name = services.connect_client(), f"cdcmirror-{m.name}"
+    pair_table = f"{m.name}_mirror.pairs"
+    sc.settle(m)
+    m.mirror()
+    older = client.offsets(name)  # the connector's position before the TRUNCATE
+    conn = pairs.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"TRUNCATE TABLE {pairs.table}")
+        conn.commit()
+    finally:
+        conn.close()
+    pairs.keys = []
+    pairs.run(40)
+    sc.settle(m)
+    m.mirror()
+    _pairs_rows(pairs, spark, pair_table)
+    pairs.run(60)  # after the TRUNCATE, before the re-load: the re-load holds them
+    result = run_cli(m.config_path, "repair", "--table", "pairs", "--method", "reload")
+    assert result.exit_code == 0, result.output
+    sc.settle(m)
+    m.mirror()
+    _pairs_rows(pairs, spark, pair_table)
+    before = _snapshots(spark, pair_table)
+    client.stop(name)
+    try:
+        client.alter_offsets(name, older)
+    finally:
+        client.resume(name)
+    client.wait_running(name)
+    sc.settle(m)
+    m.mirror()
+    assert _snapshots(spark, pair_table) == before, "replayed changes must commit nothing"
+    _pairs_rows(pairs, spark, pair_table)

@@ -106,17 +106,27 @@ def test_the_batch_key_range_bounds_the_read_and_changes_no_result(
     assert got[1200] == "new" and got[1000] == "old" and got[5099] == "old"
 
 
+@pytest.mark.parametrize("soft", [False, True], ids=["hard-deletes", "soft-deletes"])
 def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
-    spark_world: SparkWorld,
+    spark_world: SparkWorld, soft: bool
 ) -> None:
     """`repair` removes keys only the mirror has, each while it still has the position read
     before (``MirrorTables.delete_unchanged``). With more than one key, Iceberg refused the
-    filter (it cannot push an array literal inside an OR) and repair crashed."""
+    filter (it cannot push an array literal inside an OR) and repair crashed. It deletes as
+    the mirror does (issue 67, item 6): hard, with a tombstone at the row's position (an
+    older change of the key read again must not bring it back); soft, the row kept and
+    marked deleted."""
+    from dataclasses import replace
+
     from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
     from cdcmirror.spark.reconcile_side import MirrorTables
+    from cdcmirror.spark.tombstones import TombstoneTables
 
     spark = spark_world.spark
-    target = "merge_it.extras"
+    target = f"merge_it.extras_{'soft' if soft else 'hard'}"
+    graves = TombstoneTables("merge_it__cdcmirror")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS merge_it__cdcmirror")
+    spark.sql(f"DROP TABLE IF EXISTS {graves.identifier_of(target)}")
     _setup(spark, target)
     spark.sql(
         f"INSERT INTO {target} VALUES "
@@ -131,9 +141,23 @@ def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
     read = mirror.positions(target, shape, "id IN (1, 2, 3)")
     assert sorted(read) == ["1", "2", "3"], read
     read["3"] = [1, 1, 31, 0, 0, 9]  # the mirror applied a change to 3 since: it stays
-    mirror.delete_unchanged(target, shape, read)
-    got = [r[0] for r in spark.sql(f"SELECT id FROM {target} ORDER BY id").collect()]
-    assert got == [3, 4]
+    mirror.delete_unchanged(replace(TABLE, identifier=target), shape, read, soft, graves)
+    live = f"SELECT id FROM {target} WHERE NOT _cdc_deleted ORDER BY id"
+    assert [r[0] for r in spark.sql(live).collect()] == [3, 4]
+    stored = spark.sql(f"SELECT id, _cdc_op, _cdc_position FROM {target} ORDER BY id").collect()
+    tombstones = f"SELECT id, _cdc_position FROM {graves.identifier_of(target)} ORDER BY id"
+    if soft:  # every row kept, the removed ones marked deleted at their own position
+        assert [(r[0], r[1], list(r[2])) for r in stored][:2] == [
+            (1, "d", [1, 1, 10, 0, 0, 1]),
+            (2, "d", [1, 1, 20, 0, 0, 2]),
+        ]
+        assert not spark.catalog.tableExists(graves.identifier_of(target))
+    else:
+        assert [r[0] for r in stored] == [3, 4]
+        assert [(r[0], list(r[1])) for r in spark.sql(tombstones).collect()] == [
+            (1, [1, 1, 10, 0, 0, 1]),
+            (2, [1, 1, 20, 0, 0, 2]),
+        ]
 
 
 def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
@@ -146,19 +170,20 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
     from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
     from cdcmirror.repair.plan import key_filter
     from cdcmirror.spark.reconcile_side import MirrorTables
+    from cdcmirror.spark.tombstones import TombstoneTables
 
     spark = spark_world.spark
     target = "merge_it.text_keys"
     spark.sql("CREATE NAMESPACE IF NOT EXISTS merge_it")
     spark.sql(f"DROP TABLE IF EXISTS {target}")
     spark.sql(
-        f"CREATE TABLE {target} (name STRING, _cdc_position ARRAY<BIGINT>, "
+        f"CREATE TABLE {target} (name STRING, _cdc_op STRING, _cdc_position ARRAY<BIGINT>, "
         "_cdc_deleted BOOLEAN) USING iceberg TBLPROPERTIES ('format-version'='2')"
     )
     names = ["C:\\new", "it's", "plain", "a\\'b"]
     spark.createDataFrame(
-        [(n, [1, i], False) for i, n in enumerate(names)],
-        "name STRING, _cdc_position ARRAY<BIGINT>, _cdc_deleted BOOLEAN",
+        [(n, "c", [1, i], False) for i, n in enumerate(names)],
+        "name STRING, _cdc_op STRING, _cdc_position ARRAY<BIGINT>, _cdc_deleted BOOLEAN",
     ).writeTo(target).append()
     key = CanonicalColumn("name", "text")
     shape = RowShape(key=(key,), columns=(key,), skipped=())
@@ -168,8 +193,19 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
         target, shape, key_filter("spark", shape, [{"name": n} for n in wanted])
     )
     assert sorted(found) == sorted(wanted)
-    mirror.delete_unchanged(target, shape, {n: [1, names.index(n)] for n in wanted})
-    assert [r[0] for r in spark.sql(f"SELECT name FROM {target}").collect()] == ["plain"]
+    table = MirrorTable(
+        target,
+        "t",
+        "mariadb",
+        "db.t",
+        ("name",),
+        "upsert",
+        (MirrorColumn("name", "string", "string"),),
+    )
+    positions = {n: [1, names.index(n)] for n in wanted}
+    mirror.delete_unchanged(table, shape, positions, True, TombstoneTables("merge_it__cdcmirror"))
+    live = f"SELECT name FROM {target} WHERE NOT _cdc_deleted"
+    assert [r[0] for r in spark.sql(live).collect()] == ["plain"]
 
 
 def _tombstones_table(spark: Any, name: str) -> None:

@@ -172,3 +172,23 @@ def test_tables_are_written_zstd_compressed_and_older_ones_are_changed() -> None
     plan = plan_table(d, existing)
     assert plan.action == "alter"
     assert plan.set_properties == {"write.parquet.compression-codec": "zstd"}
+
+
+def test_a_changed_encoding_is_drift_for_events_without_schemas() -> None:
+    """JSON without schemas cannot tell the events of a column's old encoding from its new
+    one (issue 67, item 1): ``timestamp(3)`` -> ``timestamp(6)`` keeps the Iceberg type but
+    changes the events' unit from milliseconds to microseconds."""
+    from cdcmirror.bootstrap.plan import carrier_drift
+
+    before = _table(("id", "bigint"), ("at", "timestamp(3)"))
+    after = _table(("id", "bigint"), ("at", "timestamp(6)"))
+    old = desired_table(_catalog(before), before, "ns")
+    new = desired_table(_catalog(after), after, "ns")
+    existing = ExistingTable(
+        {c.name: (c.type, c.required) for c in old.columns}, ("id",), dict(old.properties)
+    )
+    assert plan_table(new, existing).set_properties, "the carriers property changes"
+    drift = carrier_drift(new, existing)
+    assert len(drift) == 1 and drift[0].startswith("column at: its events change from "), drift
+    assert "io.debezium.time.Timestamp to int64 io.debezium.time.MicroTimestamp" in drift[0]
+    assert carrier_drift(old, existing) == [] and carrier_drift(new, None) == []

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from cdcmirror.mirror.reload_mark import ReloadMark, from_snapshot, in_reload_sql
+from cdcmirror.mirror.reload_mark import BinlogReloadMark, ReloadMark, from_snapshot, in_reload_sql
 
 # SQLite evaluates the expression with 64-bit integers, & and IN as Spark does
 _DB = sqlite3.connect(":memory:")
@@ -61,3 +61,29 @@ def test_mark_text_round_trip() -> None:
 
     mark = from_snapshot("750:760:751,755", 1234)
     assert parse_mark(mark.text()) == mark
+
+
+def _binlog_in(mark: BinlogReloadMark, file: int, pos: int, ts_ms: int) -> bool:
+    sql = mark.sql("p", [str(file), str(pos), "0"]).replace("p.source.ts_ms", str(ts_ms))
+    return bool(_DB.execute(f"SELECT {sql}").fetchone()[0])
+
+
+@pytest.mark.parametrize(
+    ("file", "pos", "ts_ms", "held"),
+    [
+        pytest.param(3, 899, 4_000, True, id="just-before-the-offset"),
+        pytest.param(2, 10_000, 1_000, True, id="an-earlier-binlog-file"),
+        pytest.param(3, 900, 4_000, False, id="at-the-offset"),
+        pytest.param(3, 901, 5_000, False, id="after-the-offset"),
+        pytest.param(4, 1, 5_000, False, id="a-later-binlog-file"),
+        pytest.param(1, 4, 6_000, False, id="a-restarted-history-committed-later"),
+    ],
+)
+def test_a_binlog_mark_holds_what_committed_before_the_reads(
+    file: int, pos: int, ts_ms: int, held: bool
+) -> None:
+    """MySQL/MariaDB: a change before the binlog offset read before the re-load, committed
+    by the source's clock then, is the re-load's (dropped); one at or after it is applied;
+    one below it by position but committed later comes from a restarted history."""
+    mark = BinlogReloadMark(3, 900, 5_000)
+    assert _binlog_in(mark, file, pos, ts_ms) is held

@@ -310,6 +310,28 @@ def plan_table(desired: DesiredTable, existing: ExistingTable | None) -> TablePl
     return plan
 
 
+def carrier_drift(desired: DesiredTable, existing: ExistingTable | None) -> list[str]:
+    """The columns whose events change encoding (their carrier) while their Iceberg type
+    stays, for a connector that writes JSON without schemas: its events do not say which
+    encoding each carries, and events from before and after the change can share a batch
+    (DESIGN.md rule 8), so the mirror cannot decode both right."""
+    if existing is None:
+        return []
+    try:
+        before = json.loads(existing.properties.get(CARRIERS_PROPERTY) or "{}")
+        after = json.loads(desired.properties.get(CARRIERS_PROPERTY) or "{}")
+    except ValueError:
+        return []
+    return [
+        f"column {name}: its events change from {before[name]} to {after[name]}, and JSON "
+        "without schemas does not say which events carry which; set kafka.format to "
+        '"json" or "avro" (the events then carry their own encoding), or drop the table and '
+        "bootstrap it again from a fresh snapshot"
+        for name in sorted(after)
+        if name in before and before[name] != after[name]
+    ]
+
+
 DRIFT_ADVICE = (
     "cdcmirror changes nothing it cannot change safely. To follow the source, drop the "
     "Iceberg table and run `cdcmirror bootstrap` again, then re-snapshot the table; or change "

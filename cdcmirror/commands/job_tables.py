@@ -8,6 +8,7 @@ from typing import Any
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.spec import MirrorTable, mirror_table
+from cdcmirror.table_properties import LOAD_PENDING, LOAD_PROPERTY
 
 
 def internal_namespace(config: Config) -> str:
@@ -62,3 +63,16 @@ def cdc_tables(
     none is an error (a job with streams may have no CDC table)."""
     names = cdc_names(config, only)
     return [] if names == [] else load_tables(config, catalog, names, required)
+
+
+def refuse_half_loaded(tables: list[MirrorTable]) -> None:
+    """Stop before a table whose Spark initial load began and did not finish: its changes
+    would be applied onto the rows it happens to hold, and the rows it lacks never come."""
+    half = [t.identifier for t in tables if t.loading]
+    if half:
+        raise ConfigError(
+            f"the initial load of {', '.join(half)} did not finish (table property "
+            f"{LOAD_PROPERTY} = {LOAD_PENDING!r}): mirroring it now would leave out the rows "
+            "it was not given. Run `cdcmirror bootstrap`, which loads it again, then start the "
+            "mirror (or leave it out with --tables)"
+        )

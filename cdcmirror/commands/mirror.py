@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcmirror import dialects
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files, remembered_schemas
-from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
+from cdcmirror.commands.job_tables import cdc_tables, internal_namespace, refuse_half_loaded
 from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
@@ -115,7 +115,12 @@ def build_applier(
         known_schemas=known,
         read_ranges=ranges_reader(config),
     )
-    hooks = CatalogHooks(access.reload, access.evolve, streams.access.evolve if streams else None)
+    hooks = CatalogHooks(
+        access.reload,
+        access.evolve,
+        streams.access.evolve if streams else None,
+        streams.access.reload if streams else None,
+    )
     mine = {s.identifier: s for s in streams.tables} if streams else {}
     return Applier(spark, {t.topic: t for t in tables}, options, hooks, mine)
 
@@ -140,6 +145,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     catalog = load_catalog(config)
     streams = job_streams(config, catalog, only)
     tables = cdc_tables(config, catalog, only, required=not streams.tables)
+    refuse_half_loaded(tables)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here

@@ -39,7 +39,7 @@ from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.positions import binlog_file_index, loaded_position
-from cdcmirror.mirror.reload_mark import from_snapshot
+from cdcmirror.mirror.reload_mark import BinlogReloadMark, from_snapshot
 from cdcmirror.table_properties import RELOADED_PROPERTY
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,9 @@ def _read_at_fixed_start(ctx: LoadContext, load: Any, report: LoadReport) -> Non
         mark = from_snapshot(snap.xids, snap.lsn)
         set_properties(ctx.iceberg, load.identifier, {RELOADED_PROPERTY: mark.text()})
         return
-    file, pos = binlog_position(ctx.engine)
+    file, pos, clock_ms = binlog_position(ctx.engine)
     report.start = f"binlog {file}:{pos}"
     position = loaded_position(ctx.dialect, (binlog_file_index(file), pos))
     load_all(ctx, [load], report, d.session_init, position, int(time.time() * 1e6))
+    binlog_mark = BinlogReloadMark(binlog_file_index(file), pos, clock_ms)
+    set_properties(ctx.iceberg, load.identifier, {RELOADED_PROPERTY: binlog_mark.text()})

@@ -26,6 +26,7 @@ from cdcmirror.commands.initial_load import LoadedTable
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError, ConnectorError, LeaseHeldError, NotLoadableError
 from cdcmirror.load.progress import TableProgress
+from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import NULL_MARK, SEPARATOR, RowShape
 from cdcmirror.repair.plan import (
     SIGNAL_TYPE,
@@ -157,7 +158,7 @@ def _reread(
             still_extra = [k for k in keys.extra if _text(shape, k) not in back]
             kept = len(keys.extra) - len(still_extra)
             keys.reread += [k for k in keys.extra if _text(shape, k) in back]
-            removed = _remove(config, t.identifier, shape, still_extra)
+            removed = _remove(config, t, shape, still_extra)
         signal_id = None
         if keys is None or keys.reread:
             condition = key_filter(dialect, shape, keys.reread) if keys else None
@@ -213,14 +214,19 @@ def _text(shape: RowShape, key: dict[str, str]) -> str:
     return chr(SEPARATOR).join(key.get(c.name, chr(NULL_MARK)) for c in columns)
 
 
-def _remove(config: Config, identifier: str, shape: RowShape, keys: list[dict[str, str]]) -> int:
-    """Delete the mirror rows of keys the source does not have (compare-and-delete)."""
+def _remove(config: Config, table: MirrorTable, shape: RowShape, keys: list[dict[str, str]]) -> int:
+    """Delete the mirror rows of keys the source does not have (compare-and-delete), as the
+    mirror deletes: marked deleted (soft) or removed with a tombstone (hard)."""
     if not keys:
         return 0
+    from cdcmirror.commands.job_tables import internal_namespace
     from cdcmirror.spark.reconcile_side import MirrorTables
     from cdcmirror.spark.session import build_spark_session
+    from cdcmirror.spark.tombstones import TombstoneTables
 
     mirror = MirrorTables(build_spark_session(config, "cdcmirror-repair"))
-    rows = mirror.positions(identifier, shape, key_filter("spark", shape, keys))
-    mirror.delete_unchanged(identifier, shape, rows)
+    rows = mirror.positions(table.identifier, shape, key_filter("spark", shape, keys))
+    soft = config.mirror.deletes == "soft"
+    graves = TombstoneTables(internal_namespace(config))
+    mirror.delete_unchanged(table, shape, rows, soft, graves)
     return len(rows)

@@ -15,6 +15,7 @@ from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.masking import mask_url_password
 from cdcmirror.spark.stream_apply import StreamTable
 from cdcmirror.streams.schema import (
     KAFKA_NAMES,
@@ -82,7 +83,8 @@ def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColum
         text = registry.latest(spec.schema)
         if text is None:
             raise ConfigError(
-                f"{spec.where}: the schema registry at {url} has no subject {spec.schema}; "
+                f"{spec.where}: the schema registry at {mask_url_password(url)} has no subject "
+                f"{spec.schema}; "
                 "register the events' schema (a producer with the Avro serializer does) or "
                 "set schema to its subject"
             )
@@ -191,6 +193,14 @@ class StreamAccess:
 
     def __init__(self, catalog: Any) -> None:
         self.catalog = catalog
+
+    def reload(self, table: StreamTable) -> StreamTable:
+        """``table`` holding what its snapshots record (``mirror/resume.recorded_held``)."""
+        from cdcmirror.catalog.mirrored import snapshot_summaries
+        from cdcmirror.mirror.resume import recorded_held
+
+        held = recorded_held(snapshot_summaries(self.catalog, table.identifier))
+        return replace(table, held=held)
 
     def evolve(self, table: StreamTable, added: list[IcebergColumn]) -> StreamTable:
         from cdcmirror.catalog.streams import add_stream_columns

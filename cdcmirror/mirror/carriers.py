@@ -23,6 +23,10 @@ from typing import Any
 DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 GEOMETRY_PREFIX = "io.debezium.data.geometry."
+# Kafka Connect's own logical types: what Debezium sends with time.precision.mode = connect
+CONNECT_DATE = "org.apache.kafka.connect.data.Date"  # int32 days
+CONNECT_TIME = "org.apache.kafka.connect.data.Time"  # int32 milliseconds of the day
+CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"  # int64 epoch milliseconds
 DECIMAL_TEXT_UDF = "cdcmirror_decimal_text"
 MAX_EXPR_DECIMAL_BYTES = 16  # two's complement of any 38-digit unscaled value fits
 
@@ -168,11 +172,12 @@ def convert_sql(w: str, carrier: Carrier, iceberg: str, julian: str = "false") -
     match = _ICEBERG_DECIMAL.match(iceberg)
     if match and carrier.is_decimal:
         return _decimal_expr(w, int(match[1]), int(match[2]))
-    if iceberg == "date" and n == "io.debezium.time.Date":
+    if iceberg == "date" and n in ("io.debezium.time.Date", CONNECT_DATE):
         return f"date_from_unix_date(try_cast({w} AS INT))"
     if iceberg == "timestamp":
         micros = {
             "io.debezium.time.Timestamp": f"try_multiply({w}, 1000)",
+            CONNECT_TIMESTAMP: f"try_multiply({w}, 1000)",
             "io.debezium.time.MicroTimestamp": w,
             "io.debezium.time.NanoTimestamp": f"div({w}, 1000)",
         }.get(n)
@@ -196,7 +201,7 @@ def _number_sql(w: str, carrier: Carrier, iceberg: str) -> str | None:
     if iceberg in ("int", "long"):
         target = "INT" if iceberg == "int" else "BIGINT"
         # out of range: NULL (so a dead letter), never a wrapped number (ANSI mode is off)
-        if n == "io.debezium.time.Time":  # milliseconds
+        if n in ("io.debezium.time.Time", CONNECT_TIME):  # milliseconds
             return f"try_cast(try_multiply({w}, 1000) AS {target})"
         if n == "io.debezium.time.NanoTime":
             return f"try_cast(div({w}, 1000) AS {target})"
@@ -270,6 +275,9 @@ _BY_NAME = {
     "io.debezium.time.NanoTimestamp": "timestamp",
     "io.debezium.time.ZonedTimestamp": "timestamptz",
     "io.debezium.time.Year": "int",
+    CONNECT_DATE: "date",
+    CONNECT_TIME: "long",
+    CONNECT_TIMESTAMP: "timestamp",
     "io.debezium.data.Bits": "binary",
     VARIABLE_SCALE: "string",
 }

@@ -31,12 +31,13 @@ even when it wrote its change before the window.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cdcmirror import dialects
 from cdcmirror.cdc_columns import old_key, placeholder_flag, wire
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
 from cdcmirror.mirror.positions import position_sql
-from cdcmirror.mirror.reload_mark import in_reload_sql
-from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.sql_text import q, spark_name, sql_string
 
@@ -66,8 +67,8 @@ JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": UNREADABLE}
 def source_ddl(table: MirrorTable) -> str:
     """The fields of the envelope's ``source`` block the decode reads (``name TYPE, ...``)."""
     source = dialects.of(table.dialect).source_fields_ddl
-    if _in_reload(table, "p"):
-        source += ", txId BIGINT"  # which changes the re-loaded rows hold
+    if table.reloaded is not None and table.reloaded.source_fields:
+        source += f", {table.reloaded.source_fields}"  # which changes the re-loaded rows hold
     return source
 
 
@@ -103,10 +104,31 @@ def raw_rows_sql(env: str, schemas: bool) -> str:
     )
 
 
-def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") -> list[str]:
+Variants = tuple[tuple[str, Mapping[str, str]], ...]
+"""The row schemas of a batch whose carriers differ from the columns' recorded ones
+(``evolution.schema_carriers``): for each, a SQL condition over the Kafka row that is true
+for its events, and the carrier of each such column. Each event's values are converted with
+its own schema's carriers (DESIGN.md rule 8)."""
+VARIANT = "_cdc_variant"  # the number (from 1) of the event's entry of the Variants, or 0
+
+
+def variant_sql(variants: Variants) -> str:
+    """Per Kafka row: the number of the first entry of ``variants`` whose condition holds.
+
+    >>> variant_sql((("_cdc_schema_id = 7", {"at": "x"}),))
+    'CASE WHEN _cdc_schema_id = 7 THEN 1 ELSE 0 END'
+    """
+    whens = " ".join(f"WHEN {cond} THEN {i}" for i, (cond, _) in enumerate(variants, 1))
+    return f"CASE {whens} ELSE 0 END" if whens else "0"
+
+
+def wire_exprs(
+    table: MirrorTable, schemas: bool, decode_error: str = "NULL", variants: Variants = ()
+) -> list[str]:
     """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value).
 
     ``decode_error``: why the value could not be turned into JSON text (Avro), or NULL.
+    ``variants``: the batch's schemas whose carriers differ (:data:`Variants`).
     """
     p = "env.payload" if schemas else "env"
     out = [
@@ -124,6 +146,8 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
         f"{p}.after IS NULL AS _cdc_no_after",
         f"{p}.before IS NULL AS _cdc_no_before",
     ]
+    if variants:
+        out.append(f"{variant_sql(variants)} AS {VARIANT}")
     for c in table.columns:
         out.append(
             f"IF({p}.op = 'd', {p}.before.{q(c.name)}, {p}.after.{q(c.name)}) AS {q(wire(c.name))}"
@@ -142,13 +166,11 @@ def wire_exprs(table: MirrorTable, schemas: bool, decode_error: str = "NULL") ->
 
 
 def _in_reload(table: MirrorTable, p: str) -> str | None:
-    """SQL: the change in payload ``p`` is one the table's re-loaded rows hold (PostgreSQL);
-    None when the table has no re-load mark."""
-    d = dialects.of(table.dialect)
-    if table.reloaded is None or not d.slot:
+    """SQL: the change in payload ``p`` is one the table's re-loaded rows hold; None when the
+    table has no re-load mark."""
+    if table.reloaded is None:
         return None
-    lsn = d.source_order_sql(p)[-1]  # the change's own LSN
-    return in_reload_sql(table.reloaded, f"{p}.source.txId", lsn)
+    return table.reloaded.sql(p, dialects.of(table.dialect).source_order_sql(p))
 
 
 def _misfits(table: MirrorTable, p: str, raw: str) -> str:
@@ -219,24 +241,41 @@ _KAFKA_AND_CDC = [
 ]
 
 
-def decoded_exprs(table: MirrorTable) -> list[str]:
-    """Step 3: each column converted to its Iceberg type (its wire value kept for step 4)."""
+def decoded_exprs(table: MirrorTable, variants: Variants = ()) -> list[str]:
+    """Step 3: each column converted to its Iceberg type (its wire value kept for step 4),
+    with the carrier of the event's own row schema (``variants``, as ``wire_exprs`` got)."""
     out = [*_KAFKA_AND_CDC, "_cdc_source_ts", "_cdc_decode_error", "_cdc_unparsed", "_cdc_no_after"]
     out += ["_cdc_unreadable", "_cdc_misfits"]
     out.append("_cdc_no_before")
     julian = "_cdc_op = 'r'" if dialects.of(table.dialect).julian_snapshot_dates else "false"
     for c in table.columns:
         w = q(wire(c.name))
-        converted = convert_sql(w, parse_carrier(c.carrier), c.iceberg, julian)
-        out.append(f"{converted} AS {q(c.name)}")
+        out.append(f"{_converted(w, c, variants, julian)} AS {q(c.name)}")
         out.append(w)
     out += [q(placeholder_flag(name)) for name in toastable(table)]
     for k, ok in zip(table.key, old_key_columns(table), strict=False):
-        c = table.column(k)
-        out.append(
-            f"{convert_sql(f'_cdc_old_key.{q(k)}', parse_carrier(c.carrier), c.iceberg)} AS {q(ok)}"
-        )
+        old = _converted(f"_cdc_old_key.{q(k)}", table.column(k), variants, "false")
+        out.append(f"{old} AS {q(ok)}")
     return out
+
+
+def _converted(w: str, column: MirrorColumn, variants: Variants, julian: str) -> str:
+    """The conversion of wire value ``w`` of ``column``: by the carrier of the event's row
+    schema where it is one of ``variants``, else by the column's.
+
+    >>> c = MirrorColumn("t", "long", "int64 io.debezium.time.MicroTime")
+    >>> print(_converted("w", c, (("x", {"t": "int32 io.debezium.time.Time"}),), "false"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    CASE _cdc_variant WHEN 1 THEN try_cast(try_multiply(w, 1000) AS BIGINT)
+    ELSE try_cast(w AS BIGINT) END
+    """
+    base = convert_sql(w, parse_carrier(column.carrier), column.iceberg, julian)
+    whens = [
+        f"WHEN {i} THEN {convert_sql(w, parse_carrier(v[column.name]), column.iceberg, julian)}"
+        for i, (_, v) in enumerate(variants, 1)
+        if column.name in v
+    ]
+    return f"CASE {VARIANT} {' '.join(whens)} ELSE {base} END" if whens else base
 
 
 def checked_exprs(table: MirrorTable) -> list[str]:

@@ -6,8 +6,16 @@ schemas: the field names), not only the newest event's: on a multi-partition top
 schema can be the newest of its partition, and ``from_json`` drops fields it does not know.
 A field the table lacks becomes a new column; a field whose carrier changed is either an
 allowed widening (int -> long, float -> double, decimal precision up), a narrower type
-than the column already has (an event from before a widening: nothing to do), or a change
-the mirror must not make, which stops that table.
+than the column already has (an event from before a widening: nothing to do), a new
+encoding of the same Iceberg type, or a change the mirror must not make, which stops that
+table.
+
+The same Iceberg type can come in several encodings (DESIGN.md rule 8): a timestamp's
+precision changed at the source turns ``io.debezium.time.Timestamp`` (milliseconds) into
+``MicroTimestamp``; a time mode or a wide decimal's scale likewise. A batch can hold events
+from before and after, so no one carrier of the column decodes them all: each event is
+decoded with its own row schema's (:func:`schema_carriers`, ``envelope.Variants``), and the
+table's recorded carrier is left as it is.
 """
 
 from __future__ import annotations
@@ -19,7 +27,14 @@ from typing import Any
 
 from cdcmirror.cdc_columns import name_problem
 from cdcmirror.iceberg_types import is_widening
-from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
+from cdcmirror.mirror.carriers import (
+    CarrierError,
+    carrier_of_field,
+    convert_sql,
+    iceberg_of_field,
+    parse_carrier,
+    wire_type,
+)
 from cdcmirror.mirror.envelope import UTF8
 from cdcmirror.mirror.schema_parts import PAYLOAD_MARK
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
@@ -101,8 +116,8 @@ def plan_evolution(table: MirrorTable, fields: list[dict[str, Any]]) -> Evolutio
                 evo.widen.append((name, col.iceberg, iceberg))
             continue
         if iceberg == col.iceberg:
-            evo.carriers[name] = carrier
-        elif iceberg is not None and is_widening(col.iceberg, iceberg):
+            continue  # another encoding of the same type: decoded per event (schema_carriers)
+        if iceberg is not None and is_widening(col.iceberg, iceberg):
             evo.widen.append((name, col.iceberg, iceberg))
             evo.carriers[name] = carrier
         elif iceberg is not None and is_widening(iceberg, col.iceberg):
@@ -114,6 +129,59 @@ def plan_evolution(table: MirrorTable, fields: list[dict[str, Any]]) -> Evolutio
                 f"{iceberg or carrier} is not an allowed widening"
             )
     return evo
+
+
+def schema_carriers(
+    table: MirrorTable, fields: list[dict[str, Any]]
+) -> tuple[dict[str, str], list[str]]:
+    """The carriers of one row schema's fields that differ from the columns' recorded ones
+    (its events decode with these), and why a field's carrier cannot be decoded into its
+    column: it must read as the same JSON shape (``carriers.wire_type``: one ``from_json``
+    schema serves every event of the batch) and convert to the column's Iceberg type.
+
+    >>> from cdcmirror.mirror.carriers import DECIMAL_NAME
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = _example(MirrorColumn("at", "timestamp", "int64 io.debezium.time.Timestamp"))
+    >>> schema_carriers(t, [{"field": "at", "type": "int64",
+    ...                      "name": "io.debezium.time.MicroTimestamp"}])
+    ({'at': 'int64 io.debezium.time.MicroTimestamp'}, [])
+    >>> schema_carriers(t, [{"field": "at", "type": "string"}])[1]
+    ['column at: cannot convert carrier string to Iceberg timestamp']
+    >>> wide = _example(MirrorColumn("n", "string", f"bytes {DECIMAL_NAME}(2)"))
+    >>> schema_carriers(wide, [{"field": "n", "type": "struct",
+    ...                         "name": "io.debezium.data.VariableScaleDecimal"}])[1]
+    ... # doctest: +ELLIPSIS
+    ['column n: the events now carry struct io.debezium.data.VariableScaleDecimal, which ...]
+    """
+    known = {c.name: c for c in table.columns}
+    out: dict[str, str] = {}
+    errors: list[str] = []
+    for f in fields:
+        col = known.get(str(f.get("field")))
+        if col is None:
+            continue
+        carrier = carrier_of_field(f)
+        if carrier == col.carrier:
+            continue
+        try:
+            was, now = wire_type(parse_carrier(col.carrier)), wire_type(parse_carrier(carrier))
+            convert_sql("w", parse_carrier(carrier), col.iceberg)
+        except CarrierError as exc:
+            errors.append(f"column {col.name}: {exc}")
+            continue
+        if was != now:
+            errors.append(
+                f"column {col.name}: the events now carry {carrier}, which reads as {now}, "
+                f"while its other events ({col.carrier}) read as {was}; bootstrap the table "
+                "again from a fresh snapshot"
+            )
+            continue
+        out[col.name] = carrier
+    return out, errors
+
+
+def _example(*columns: MirrorColumn) -> MirrorTable:
+    return MirrorTable("n.t", "s.t", "mysql", "t", (), "append", tuple(columns))
 
 
 def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 from cdcmirror import dialects
 from cdcmirror.cdc_columns import PREFIX
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.mirror.reload_mark import ReloadMark, parse_mark
+from cdcmirror.mirror.reload_mark import Mark, parse_mark
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
+    LOAD_PENDING,
+    LOAD_PROPERTY,
     MODE_PROPERTY,
     RELOADED_PROPERTY,
     SOURCE_PROPERTY,
@@ -41,7 +43,8 @@ class MirrorTable:
     columns: tuple[MirrorColumn, ...]  # the source columns, in table order
     truncated_at: tuple[int, ...] = ()
     truncated_ts_us: int | None = None  # the commit time of the truncate at truncated_at
-    reloaded: ReloadMark | None = None  # the changes a re-load's rows hold (PostgreSQL)
+    reloaded: Mark | None = None  # the changes a re-load's rows hold
+    loading: bool = False  # a Spark initial load began and did not finish
 
     @property
     def dialect(self) -> str:
@@ -118,6 +121,7 @@ def mirror_table(
         if properties.get(TRUNCATED_TS_PROPERTY)
         else None,
         reloaded=parse_mark(properties.get(RELOADED_PROPERTY)),
+        loading=properties.get(LOAD_PROPERTY) == LOAD_PENDING,
     )
 
 

@@ -200,15 +200,17 @@ def _literal(value: Any) -> str:
     return f"_utf8mb4 X'{str(value).encode().hex()}'"
 
 
-def binlog_position(engine: Any) -> tuple[str, int]:
-    """The server's current binlog file and offset."""
+def binlog_position(engine: Any) -> tuple[str, int, int]:
+    """The server's current binlog file and offset, and its clock read just after them
+    (epoch milliseconds): every change before the offset committed by then."""
     from sqlalchemy import text
 
     with engine.connect() as conn:
         row = conn.execute(text("SHOW MASTER STATUS")).first()
+        clock = conn.execute(text("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")).scalar()
     if row is None:
         raise SourceError(
             "the source has no binary log (SHOW MASTER STATUS is empty); set log_bin "
             "(scripts/provision-sources.sh shows the settings)"
         )
-    return str(row[0]), int(row[1])
+    return str(row[0]), int(row[1]), int(clock)

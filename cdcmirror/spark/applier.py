@@ -81,18 +81,15 @@ class ApplierOptions:
     read_ranges: Callable[[Any, Ranges], Any] | None = None
 
 
+@dataclass(frozen=True)
 class CatalogHooks:
     """What the applier needs from the catalog (pyiceberg), passed in by the job."""
 
-    def __init__(
-        self,
-        reload: Callable[[MirrorTable], MirrorTable],
-        evolve: Callable[[MirrorTable, Evolution], MirrorTable],
-        evolve_stream: Evolve | None = None,
-    ) -> None:
-        self.reload = reload
-        self.evolve = evolve
-        self.evolve_stream = evolve_stream
+    reload: Callable[[MirrorTable], MirrorTable]
+    evolve: Callable[[MirrorTable, Evolution], MirrorTable]
+    evolve_stream: Evolve | None = None
+    # a stream's table as its snapshots record it (what it holds)
+    reload_stream: Callable[[StreamTable], StreamTable] | None = None
 
 
 class Applier:
@@ -141,10 +138,18 @@ class Applier:
                     return
                 except Exception as exc:
                     if retried(exc, batch_id, attempt, logger):
+                        self._reread_streams()
                         continue
                     if self.options.on_failure is not None:
                         self.options.on_failure()
                     raise
+
+    def _reread_streams(self) -> None:
+        """Before a batch runs again: each stream's table as its snapshots say (the failed run
+        may have committed a stream's events, then failed before the job's record of them)."""
+        if (reread := self.hooks.reload_stream) is not None:
+            with self._lock:
+                self.streams = {name: reread(table) for name, table in self.streams.items()}
 
     def _process(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()
@@ -316,7 +321,9 @@ class Applier:
             learn = known is None or parts.get("guessed") or self._known.of(table) is None
             if learn:  # Avro: the ids, as text
                 self._known.learn(table, {str(s) for s in seen}, not verdict.rejected)
-            decoded = decode_events(events, table, self.options.schemas, self._reads, known, seen)
+            decoded = decode_events(
+                events, table, self.options.schemas, self._reads, known, seen, verdict.carriers
+            )
             try:
                 batch = self._table_batch(events, batch_id, table, stats, known is not None)
                 dead = apply_decoded(batch, decoded)

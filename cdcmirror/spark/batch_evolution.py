@@ -23,6 +23,7 @@ from cdcmirror.mirror.evolution import (
     json_schema_fields,
     plan_evolution,
     row_fields,
+    schema_carriers,
     schema_key,
     unknown_names,
 )
@@ -41,6 +42,9 @@ class Verdict:
     table: MirrorTable  # after the evolutions
     stop: str | None = None  # why every event of the table waits (schemaless)
     rejected: dict[str, str] = field(default_factory=dict)  # schema key -> why
+    # schema key -> the carriers its events decode with, where the columns' differ
+    # (``evolution.schema_carriers``)
+    carriers: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class BatchEvolution:
@@ -64,14 +68,28 @@ class BatchEvolution:
             table, stop = self._schemaless(table, schemas)
             return Verdict(table, stop)
         verdict = Verdict(table)
-        for key, fields in self._field_lists(schemas):
+        lists = self._field_lists(schemas)
+        for key, fields in lists:
             if isinstance(fields, str):
                 verdict.rejected[key] = fields
                 continue
             verdict.table, error = self._evolve_to(verdict.table, fields)
             if error:
                 verdict.rejected[key] = error
+        for key, fields in lists:  # each schema's encodings, against the evolved table
+            if isinstance(fields, list) and key not in verdict.rejected:
+                self._carriers_of(verdict, key, fields)
         return verdict
+
+    def _carriers_of(self, verdict: Verdict, key: str, fields: list[dict[str, Any]]) -> None:
+        try:
+            carriers, errors = schema_carriers(verdict.table, fields)
+        except (CarrierError, TypeError, ValueError, KeyError, AttributeError):
+            return  # a malformed event schema: its event is judged by the decoder
+        if errors:
+            verdict.rejected[key] = "; ".join(errors)
+        elif carriers:
+            verdict.carriers[key] = carriers
 
     def _field_lists(self, schemas: list[Any]) -> list[tuple[str, Fields]]:
         if self.kind == "json":

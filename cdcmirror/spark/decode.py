@@ -4,6 +4,7 @@ table's schema, each wire value converted by its carrier (``mirror/envelope.py``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +14,20 @@ from cdcmirror.mirror.envelope import (
     JSON_OPTIONS,
     NOT_UTF8_SQL,
     UTF8,
+    Variants,
     checked_exprs,
     decoded_exprs,
     envelope_ddl,
     raw_rows_sql,
     wire_exprs,
 )
-from cdcmirror.mirror.evolution import NEW_SCHEMA, known_ids_sql, known_names_sql
+from cdcmirror.mirror.evolution import (
+    NEW_SCHEMA,
+    known_ids_sql,
+    known_names_sql,
+    schema_key,
+    schema_key_sql,
+)
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.schema_parts import (
     known_schema_sql,
@@ -30,6 +38,7 @@ from cdcmirror.mirror.schema_parts import (
 )
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
+from cdcmirror.sql_text import sql_string
 
 
 def register_functions(spark: Any) -> None:
@@ -77,6 +86,7 @@ def decode_events(
     avro: bool | AvroReads,
     known: list[str] | None = None,
     parts: list[str] | None = None,
+    carriers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Any:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
     ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``, or, read once, with
@@ -86,7 +96,9 @@ def decode_events(
     schemaless JSON: field name lists), an event of another one is marked
     (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row
     schemas (JSON with schemas: its events are parsed from their payloads,
-    ``schema_parts.payload_text_sql``)."""
+    ``schema_parts.payload_text_sql``); ``carriers``: by schema key
+    (``evolution.schema_key``), the carriers its events decode with where the columns' differ
+    (``batch_evolution.Verdict.carriers``)."""
     from pyspark.sql import functions as F
 
     if isinstance(avro, AvroReads) and "_cdc_json" not in events.columns:
@@ -110,8 +122,27 @@ def decode_events(
     parsed = events.withColumn("env", env).withColumn(
         "_cdc_raw", F.expr(raw_rows_sql("env", schemas))
     )
+    variants = _variants(carriers or {}, bool(avro), parts)
     return (
-        parsed.selectExpr(*wire_exprs(table, schemas, error))
-        .selectExpr(*decoded_exprs(table))
+        parsed.selectExpr(*wire_exprs(table, schemas, error, variants))
+        .selectExpr(*decoded_exprs(table, variants))
         .selectExpr(*checked_exprs(table))
     )
+
+
+def _variants(
+    carriers: Mapping[str, Mapping[str, str]], avro: bool, parts: list[str] | None
+) -> Variants:
+    """``carriers`` by schema key as conditions over the Kafka rows: an Avro event's schema
+    id; a JSON event's schema part, by its number in ``parts`` (the column ``with_parts``
+    made), or by the key of its schema part where the parts are not given."""
+    if avro:
+        return tuple((f"_cdc_schema_id = {int(key)}", cs) for key, cs in sorted(carriers.items()))
+    numbers = {schema_key("json", p): i for i, p in enumerate(sorted(set(parts or [])), 1)}
+    out = []
+    for key, cs in sorted(carriers.items()):
+        if key in numbers:
+            out.append((f"{part_column(parts or [])} = {numbers[key]}", cs))
+        else:
+            out.append((f"{schema_key_sql('json')} = {sql_string(key)}", cs))
+    return tuple(out)

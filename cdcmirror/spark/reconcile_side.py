@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cdcmirror.mirror.envelope import spark_name
+from cdcmirror.mirror.envelope import q, spark_name
+from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
+from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import sql_string
 
 LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
@@ -76,12 +78,23 @@ class MirrorTables:
         return {str(r.k): [int(x) for x in r.pos or []] for r in rows}
 
     def delete_unchanged(
-        self, identifier: str, shape: RowShape, rows: dict[str, list[int]]
+        self,
+        table: MirrorTable,
+        shape: RowShape,
+        rows: dict[str, list[int]],
+        soft: bool,
+        tombstones: TombstoneTables,
     ) -> None:
-        """Delete the rows of these keys, each only while it still has the position read
-        before (a change the mirror applied in between wins)."""
+        """Delete the rows of these keys as a delete the mirror applies would, each only
+        while it still has the position read before (a change the mirror applied in between
+        wins): soft deletes keep the row, marked deleted; hard deletes remove it after
+        recording its key and position as a tombstone, so that an older change of the key
+        read again later (a replay, a lost checkpoint) is not written back. The row's own
+        position is the newest the mirror knows of the key, and a delete the source makes
+        later is newer still."""
         if not rows:
             return
+        target = self._fresh(table.identifier)
         key = shape.key_text_sql("spark")
         # the position compared as text: Iceberg cannot turn an array literal inside an OR
         # into a filter and refuses the statement
@@ -90,4 +103,15 @@ class MirrorTables:
             f"'[{','.join(str(int(p)) for p in pos)}]')"
             for k, pos in rows.items()
         )
-        self.spark.sql(f"DELETE FROM {self._fresh(identifier)} WHERE {cases}")
+        if soft:
+            self.spark.sql(f"UPDATE {target} SET _cdc_deleted = true, _cdc_op = 'd' WHERE {cases}")
+            return
+        # the tombstones first: after a crash between the two the row is still there and
+        # the repair runs again (a tombstone recorded twice is harmless)
+        graves = tombstones.ensure(self.spark, table)
+        keys = ", ".join(q(k) for k in table.key)
+        self.spark.sql(
+            f"INSERT INTO {graves} ({keys}, _cdc_position, _cdc_source_ts) "
+            f"SELECT {keys}, _cdc_position, _cdc_source_ts FROM {target} WHERE {cases}"
+        )
+        self.spark.sql(f"DELETE FROM {target} WHERE {cases}")
