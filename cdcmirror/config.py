@@ -279,8 +279,7 @@ def load_config(
         }
         for s, body in DEFAULTS.items()
     }
-    source_file: Path | None = None
-    data: dict[str, Any] = {}
+    source_file, data = None, {}
     if path is None:
         candidate = cwd / DEFAULT_CONFIG_FILE
         source_file = candidate if candidate.is_file() else None
@@ -303,7 +302,8 @@ def load_config(
     applied = _merge_env(values, environ, base_dir)
     _check_ranges(values)
     _check_sasl(values)
-    streams = parse_streams(_raw_streams(data, environ, str(source_file or "config")))
+    raw = _raw_streams(data, environ, str(source_file or "config"))
+    streams = parse_streams(raw, values["iceberg"]["namespace"])
     return Config(
         values=values,
         base_dir=base_dir,

@@ -126,6 +126,12 @@ def test_bootstrap_creates_mapped_tables_and_a_running_connector(
     ), "the view must not be mirrored"
     assert report["connector"]["state"] == "RUNNING"
     assert report["connector"]["config"]["connector.class"].endswith("MariaDbConnector")
+    # which estimate chose Debezium for the rows, and the estimate of each table
+    load = report["initial_load"]
+    assert load["mode"] == "debezium" and load["asked"] == "auto", load
+    assert load["min_rows"] == 200000 and "TABLE_ROWS" in load["estimate"], load
+    assert sorted(load["estimates"]) == sorted(t["source"] for t in report["tables"]), load
+    assert load["start"] is None and load["tables"] == [], load
 
     assert_schemas(_tables(maria_source), EXPECTED, KEYS)
     assert_snapshot_carriers(report, maria_source.database)

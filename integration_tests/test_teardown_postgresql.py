@@ -45,8 +45,12 @@ def test_left_slot_is_warned_about_then_teardown_removes_everything(
         reconcile = run_cli(m.config_path, "reconcile", "--settle", "0")
         assert f"replication slot {slot} is inactive" in reconcile.output, reconcile.output
 
+        # the heartbeat topic a connector of a Spark initial load writes to
+        heartbeat = f"__debezium-heartbeat.{m.name}"
+        services.create_topic(heartbeat, 1)
         dry = run_cli(m.config_path, "teardown", "--dry-run", "--topics", "--tables")
         assert dry.exit_code == 0, dry.output
+        assert f"topic      {heartbeat}" in dry.output, dry.output
         assert f"slot       {slot}" in dry.output and f"{m.name}_mirror" in dry.output
         assert f"topic      {m.topic}" in dry.output
         refused = run_cli(m.config_path, "teardown")
@@ -56,7 +60,7 @@ def test_left_slot_is_warned_about_then_teardown_removes_everything(
         done = run_cli(m.config_path, "teardown", "--yes", "--topics", "--checkpoint", "--tables")
         assert done.exit_code == 0, done.output
         assert _slot(slot) is None
-        assert topics_named(services.KAFKA, f"{m.name}.", []) == []
+        assert topics_named(services.KAFKA, f"{m.name}.", [heartbeat]) == []
         namespaces = {".".join(n) for n in load_catalog(m.config).list_namespaces()}
         assert f"{m.name}_mirror" not in namespaces
         assert not m.config.path("mirror", "checkpoint_location").exists()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdcmirror.bootstrap.plan import DRIFT_ADVICE, TablePlan
+from cdcmirror.load.plan import LoadChoice
 from cdcmirror.source_model import SourceCatalog
 
 
@@ -26,6 +27,7 @@ class BootstrapResult:
     timings: dict[str, float] = field(default_factory=dict)
     load: Any = None  # commands/initial_load.LoadReport when Spark loaded tables
     streams: list[Any] = field(default_factory=list)  # commands/streams.StreamPlan
+    choice: LoadChoice | None = None  # how the rows of a new connector's tables come
 
     @property
     def stream_drift(self) -> list[Any]:
@@ -99,15 +101,21 @@ def result_json(result: BootstrapResult) -> dict[str, Any]:
         },
         "streams": [s.as_json() for s in result.streams],
         "drift": bool(result.drift or result.stream_drift),
-        "initial_load": load_json(result.load),
+        "initial_load": load_json(result.choice, result.load),
         "timings_seconds": {k: round(v, 3) for k, v in result.timings.items()},
     }
 
 
-def load_json(load: Any) -> dict[str, Any] | None:
-    if load is None:
+def load_json(choice: LoadChoice | None, load: Any) -> dict[str, Any] | None:
+    """How the rows came (``choice``; None: no connector was planned) and, when Spark loaded
+    tables, what it loaded (``load``)."""
+    if choice is None and load is None:
         return None
+    out = choice.as_json() if choice is not None else {}
+    if load is None:
+        return {**out, "start": None, "tables": []}
     return {
+        **out,
         "mode": load.mode,
         "estimated_rows": load.estimated_rows,
         "start": load.start,

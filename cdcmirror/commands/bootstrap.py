@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cdcmirror import dialects
 from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.desired import desired_tables
-from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, plan_table
+from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, carrier_drift, plan_table
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.catalog_properties import embedded_catalog_paths
 from cdcmirror.commands.initial_load import (
@@ -32,11 +33,12 @@ from cdcmirror.exceptions import (
     ConnectorError,
     NotLoadableError,
 )
-from cdcmirror.load.plan import PENDING, SPARK, choose, snapshot_mode
+from cdcmirror.load.plan import PENDING, SPARK, LoadChoice, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
+from cdcmirror.masking import mask_url_password
 from cdcmirror.source.connection import source_url
 from cdcmirror.source_model import SourceCatalog
-from cdcmirror.table_properties import LOAD_PROPERTY
+from cdcmirror.table_properties import CARRIERS_PROPERTY, LOAD_PROPERTY
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +63,9 @@ def require_registry(config: Config) -> str:
     url = config.kafka.schema_registry_url
     if not registry_answers(url, timeout=5.0, auth=config.kafka.registry_auth):
         raise ServiceUnavailableError(
-            f'the schema registry at {url} does not answer (kafka.format = "avro" needs '
-            "it); start it (`cdcmirror stack up` runs one) or fix kafka.schema_registry_url"
+            f"the schema registry at {mask_url_password(url)} does not answer "
+            '(kafka.format = "avro" needs it); start it (`cdcmirror stack up` runs one) or fix '
+            "kafka.schema_registry_url"
         )
     return url
 
@@ -97,7 +100,8 @@ def bootstrap(
             lambda: _plan_connector(config, catalog_src, desired, initial_load, dry_run, run),
         )
     iceberg = _open_catalog(config, dry_run)
-    plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired))
+    schemaless = not (config.kafka.with_schemas or config.kafka.avro)
+    plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired, schemaless))
     streams = run.timed("plan streams", lambda: plan_streams(config, iceberg))
     if not dry_run:
         run.timed("apply tables", lambda: _apply_tables(config, iceberg, plans, on_start, on_table))
@@ -123,7 +127,10 @@ def bootstrap(
                 lambda: load_by_spark(ctx, todo, register, w.plan.name, w.load.mode == SPARK),
             )
     run.timings["total"] = time.monotonic() - run.started
-    return BootstrapResult(catalog_src, plans, result_c, dry_run, run.timings, report, streams)
+    choice = work.load.choice if work is not None else None
+    return BootstrapResult(
+        catalog_src, plans, result_c, dry_run, run.timings, report, streams, choice
+    )
 
 
 T = TypeVar("T")
@@ -172,7 +179,7 @@ def _plan_connector(
     client = ConnectClient.of(config.connect)
     plan = conn_mod.plan_connector(config, catalog_src, secret_path, source_url(config.source))
     load = _decide_load(config, client, plan, catalog_src, desired, initial_load)
-    run.step(load.describe())
+    run.step(load.choice.describe())
     if config.kafka.avro:
         require_registry(config)
     _validate(client, load.connector, config, secret_path, dry_run)
@@ -180,16 +187,25 @@ def _plan_connector(
 
 
 def _plan_tables(
-    iceberg: Any, desired: list[DesiredTable]
+    iceberg: Any, desired: list[DesiredTable], schemaless: bool
 ) -> tuple[list[TablePlan], list[DesiredTable]]:
     """What to create or change per table, and the tables an interrupted load left
-    without their rows."""
+    without their rows. ``schemaless``: the events carry no schema, so a column's change of
+    encoding is drift, and its recorded carrier stays."""
     from cdcmirror.catalog.tables import read_existing
 
     plans, pending = [], []
     for d in desired:
         existing = read_existing(iceberg, d.identifier) if iceberg is not None else None
-        plans.append(plan_table(d, existing))
+        plan = plan_table(d, existing)
+        if schemaless and (changed := carrier_drift(d, existing)):
+            plan.drift += changed
+            plan.set_properties.pop(CARRIERS_PROPERTY, None)
+            if plan.action == "alter" and not (
+                plan.add or plan.widen or plan.relax or plan.set_properties
+            ):
+                plan.action = "unchanged"
+        plans.append(plan)
         if existing is not None and existing.properties.get(LOAD_PROPERTY) == PENDING:
             pending.append(d)
     return plans, pending
@@ -210,7 +226,9 @@ def _decide_load(
 
     if plan.name in client.names():
         kept = conn_mod.keep_snapshot_settings(client.config(plan.name), plan.config)
-        return LoadDecision("existing", 0, {}, replace(plan, config=kept), None)
+        asked = override or config.bootstrap.initial_load
+        existing = LoadChoice("existing", asked, 0, config.bootstrap.initial_load_min_rows)
+        return LoadDecision(existing, replace(plan, config=kept), None)
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.load_reads import estimated_rows
 
@@ -231,7 +249,16 @@ def _decide_load(
                 raise
             mode, why = "debezium", f"; Spark cannot load {exc}"
     connector = replace(plan, config={**plan.config, **snapshot_mode(mode)})
-    return LoadDecision(mode, total, estimates, connector, engine, why)
+    choice = LoadChoice(
+        mode,
+        asked,
+        total,
+        config.bootstrap.initial_load_min_rows,
+        tuple(sorted(estimates.items())),
+        dialects.of(catalog_src.dialect).row_estimate,
+        why,
+    )
+    return LoadDecision(choice, connector, engine)
 
 
 def _load_context(

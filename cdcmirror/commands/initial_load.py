@@ -34,7 +34,7 @@ from cdcmirror.load.partitions import (
     partition_count,
     point_ranges,
 )
-from cdcmirror.load.plan import PENDING, TableLoad, load_columns, summary
+from cdcmirror.load.plan import PENDING, LoadChoice, TableLoad, load_columns, summary
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.high_water import loaded
 from cdcmirror.mirror.positions import binlog_file_index, loaded_position, source_length
@@ -76,17 +76,18 @@ class LoadDecision:
     ``existing`` when the connector is registered already (only tables an interrupted
     load left are loaded then)."""
 
-    mode: str
-    estimated_rows: int
-    estimates: dict[str, int]  # source table -> estimated rows
+    choice: LoadChoice
     connector: Any  # the connector plan, with the snapshot settings of the mode
     engine: Any  # the source (SQLAlchemy), opened for the estimates
-    why: str = ""  # why auto did not take Spark although the tables are big enough
 
-    def describe(self) -> str:
-        if self.mode == "existing":
-            return "initial load: none (the connector is registered already)"
-        return f"initial load: {self.mode} ({self.estimated_rows:,} rows estimated{self.why})"
+    @property
+    def mode(self) -> str:
+        return self.choice.mode
+
+    @property
+    def estimates(self) -> dict[str, int]:
+        """Source table -> estimated rows."""
+        return dict(self.choice.estimates)
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def _load_mysql(
                 "log, then run bootstrap again"
             )
         time.sleep(1.0)
-    file, pos = binlog_position(ctx.engine)
+    file, pos, _ = binlog_position(ctx.engine)
     report.start = f"connector {connector} streaming from {start[0]}:{start[1]}"
     position = loaded_position("mysql", (binlog_file_index(file), pos))
     init = dialects.of("mysql").session_init

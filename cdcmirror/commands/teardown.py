@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from cdcmirror import dialects
 from cdcmirror.commands.kafka_access import client_conf
@@ -23,6 +22,7 @@ def gather(config: Config) -> TeardownFacts:
     from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.discovery import signal_table_name
+    from cdcmirror.source.signal import existing_signal_table
     from cdcmirror.source.slots import cdcmirror_slots
     from cdcmirror.stack.health import topics_named
 
@@ -36,16 +36,12 @@ def gather(config: Config) -> TeardownFacts:
         if dialects.of(config.source.dialect).slot:
             wanted = slot_name(name)
             slot = next((s.name for s in cdcmirror_slots(engine) if s.name == wanted), None)
-        signal = _existing_signal_table(
+        signal = existing_signal_table(
             engine, signal_table_name(config.source, engine.url.database)
         )
     finally:
         engine.dispose()
-    topics = topics_named(
-        client_conf(config),
-        f"{name}.",
-        [f"_cdcmirror_schema_history.{name}"],
-    )
+    topics = topics_named(client_conf(config), f"{name}.", connector_topics(name))
     checkpoint = checkpoint_files(config)
     catalog = load_catalog(config)
     namespaces = [config.iceberg.namespace, internal_namespace(config)]
@@ -60,12 +56,15 @@ def gather(config: Config) -> TeardownFacts:
     )
 
 
-def _existing_signal_table(engine: Any, qualified: str) -> str | None:
-    from sqlalchemy import inspect
+def connector_topics(name: str) -> list[str]:
+    """The topics the connector of source ``name`` writes beside its ``<name>.`` ones: the
+    schema history (MySQL/MariaDB) and the heartbeats (bootstrap turns them on for a Spark
+    initial load; Debezium names the topic ``__debezium-heartbeat.<topic prefix>``).
 
-    schema, _, table = qualified.partition(".")
-    with engine.connect() as conn:
-        return qualified if inspect(conn).has_table(table, schema=schema) else None
+    >>> connector_topics("shop")
+    ['_cdcmirror_schema_history.shop', '__debezium-heartbeat.shop']
+    """
+    return [f"_cdcmirror_schema_history.{name}", f"__debezium-heartbeat.{name}"]
 
 
 def execute(
@@ -112,28 +111,15 @@ def _run(config: Config, step: Step) -> None:
 
 
 def _run_source(config: Config, step: Step) -> None:
-    from sqlalchemy import text
-    from sqlalchemy.exc import DBAPIError
-
     from cdcmirror.source.connection import open_engine
+    from cdcmirror.source.signal import empty_signal_table
     from cdcmirror.source.slots import drop_slot
 
     engine = open_engine(config.source)
     try:
         if step.kind == "slot":
             drop_slot(engine, step.target)
-            return
-        with engine.connect() as conn:
-            try:
-                conn.execute(text(f"DELETE FROM {step.target}"))  # a name from the catalog
-                conn.commit()
-            except DBAPIError as exc:  # the replication user may only insert signals
-                logger.warning(
-                    "signal rows of %s stay: the source user may not delete them (%s); a DBA "
-                    "can run DELETE FROM %s",
-                    step.target,
-                    str(exc.orig).splitlines()[0],
-                    step.target,
-                )
+        else:
+            empty_signal_table(engine, step.target)
     finally:
         engine.dispose()

@@ -47,6 +47,9 @@ class Dialect(ABC):
     shifted_uuids: ClassVar[bool]  # MariaDB's UUID binlog images can be byte-shifted
     source_fields_ddl: ClassVar[str]  # the Debezium ``source`` fields the position reads
     current_position_sql: ClassVar[str]
+    # where a table's row estimate (``source/load_reads.estimated_rows``) comes from, and
+    # how far it can be trusted: the initial load's ``auto`` choice follows it
+    row_estimate: ClassVar[str]
     server_facts_sql: ClassVar[str]  # (version, database, user)
 
     @property

@@ -59,6 +59,10 @@ class MySQL(Dialect):
     shifted_uuids = True
     source_fields_ddl = "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT"
     current_position_sql = "SHOW MASTER STATUS"
+    row_estimate = (
+        "information_schema.TABLES.TABLE_ROWS: InnoDB's sampled estimate, which can differ "
+        "between runs"
+    )
     server_facts_sql = "SELECT VERSION(), DATABASE(), SUBSTRING_INDEX(CURRENT_USER(), '@', 1)"
 
     def quote(self, name: str) -> str:

@@ -65,6 +65,7 @@ class PostgreSQL(Dialect):
     shifted_uuids = False
     source_fields_ddl = "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT"
     current_position_sql = "SELECT pg_current_wal_lsn()::text"
+    row_estimate = "pg_class.reltuples: the planner's statistics as of the last ANALYZE"
     server_facts_sql = "SELECT current_setting('server_version'), current_database(), current_user"
 
     def quote(self, name: str) -> str:

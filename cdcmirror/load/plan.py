@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cdcmirror import dialects
 from cdcmirror.load import mysql, postgresql
 from cdcmirror.load.columns import LoadColumn
 from cdcmirror.source_model import SourceColumn
+from cdcmirror.table_properties import LOAD_PENDING
 
 _COLUMN_READS = {"postgresql": postgresql, "mysql": mysql}  # each dialect's column reads
 
@@ -31,7 +33,7 @@ DEBEZIUM = "debezium"
 AUTO = "auto"
 MODES = (AUTO, SPARK, DEBEZIUM)
 # table property: "pending" until the table's rows are loaded, then the load's summary
-PENDING = "pending"
+PENDING = LOAD_PENDING
 SUMMARY_PROPERTY = "cdcmirror.initial-load"  # snapshot summary of the load's commit
 
 
@@ -84,6 +86,55 @@ def choose(mode: str, estimated_rows: int, min_rows: int) -> str:
     if mode == AUTO:
         return SPARK if estimated_rows >= min_rows else DEBEZIUM
     return mode
+
+
+@dataclass(frozen=True)
+class LoadChoice:
+    """How bootstrap chose between Spark and Debezium for a new connector's rows, and on
+    what: the estimate ``auto`` compared with ``min_rows`` and where it came from."""
+
+    mode: str  # spark, debezium, or existing (the connector was registered already)
+    asked: str  # auto, spark or debezium
+    estimated_rows: int
+    min_rows: int
+    estimates: tuple[tuple[str, int], ...] = ()  # (source table, estimated rows)
+    estimate: str = ""  # where the estimates come from (``dialects``' ``row_estimate``)
+    why: str = ""  # why auto did not take Spark although the tables are big enough
+
+    @property
+    def near_threshold(self) -> bool:
+        """``auto`` chose on an estimate within a factor of two of ``min_rows``: another
+        estimate (InnoDB's change between runs) may choose the other way.
+
+        >>> LoadChoice("debezium", "auto", 150, 200).near_threshold
+        True
+        >>> LoadChoice("debezium", "debezium", 150, 200).near_threshold
+        False
+        """
+        return self.asked == AUTO and self.min_rows / 2 <= self.estimated_rows <= self.min_rows * 2
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "asked": self.asked,
+            "estimated_rows": self.estimated_rows,
+            "min_rows": self.min_rows,
+            "estimate": self.estimate,
+            "estimates": dict(self.estimates),
+            "near_threshold": self.near_threshold,
+            "why": self.why or None,
+        }
+
+    def describe(self) -> str:
+        if self.mode == "existing":
+            return "initial load: none (the connector is registered already)"
+        line = f"initial load: {self.mode} ({self.estimated_rows:,} rows estimated{self.why})"
+        if self.near_threshold:
+            line += (
+                f"; near initial_load_min_rows = {self.min_rows:,}, where another estimate "
+                f"({self.estimate}) may choose otherwise: set [bootstrap] initial_load to fix it"
+            )
+        return line
 
 
 def snapshot_mode(load: str) -> dict[str, str]:

@@ -16,6 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from cdcmirror.exceptions import StackError
+from cdcmirror.jvm.pyspark_jars import pyspark_jars_dir
 from cdcmirror.stack import s3
 from cdcmirror.stack.layout import HOST, StackPart
 
@@ -46,9 +48,10 @@ REST_WAREHOUSE = f"s3://{s3.BUCKET}/rest"
 
 def spark_home() -> Path:
     """The installed pyspark: it carries ``bin/spark-class`` and ``jars/``."""
-    import pyspark
-
-    return Path(pyspark.__file__).parent
+    jars = pyspark_jars_dir()
+    if jars is None:
+        raise StackError("pyspark is not installed: run `make install`")
+    return jars.parent
 
 
 def rest_catalog_command(java: str, classpath: list[Path]) -> list[str]:

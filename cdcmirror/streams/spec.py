@@ -161,18 +161,25 @@ def _one(index: int, raw: Mapping[str, Any]) -> StreamSpec:
     )
 
 
-def parse_streams(raw: Sequence[Mapping[str, Any]]) -> tuple[StreamSpec, ...]:
-    """Every ``[[streams]]`` entry, validated; two streams of one table are an error.
+def parse_streams(raw: Sequence[Mapping[str, Any]], namespace: str) -> tuple[StreamSpec, ...]:
+    """Every ``[[streams]]`` entry, validated; two streams of one table are an error, however
+    they spell it (``clicks`` and ``<namespace>.clicks`` are one table in ``namespace``).
 
-    >>> parse_streams([{"topic": "clicks", "table": "clicks", "schema": "infer"}])[0].format
+    >>> parse_streams([{"topic": "clicks", "table": "clicks", "schema": "infer"}], "n")[0].format
     'json'
     """
     specs = tuple(_one(i, r) for i, r in enumerate(raw))
-    seen: dict[str, int] = {}
+    seen: dict[str, StreamSpec] = {}
     for s in specs:
-        if s.table in seen:
-            raise ConfigError(f"streams[{seen[s.table]}] and {s.where} both write table {s.table}")
-        seen[s.table] = s.index
+        table = s.identifier(namespace)
+        if table in seen:
+            first = seen[table]
+            raise ConfigError(
+                f"streams[{first.index}] (table {first.table!r}) and {s.where} (table "
+                f"{s.table!r}) both write table {table}; keep one of them, or name another "
+                "table"
+            )
+        seen[table] = s
     return specs
 
 
