@@ -192,3 +192,15 @@ def test_a_changed_encoding_is_drift_for_events_without_schemas() -> None:
     assert len(drift) == 1 and drift[0].startswith("column at: its events change from "), drift
     assert "io.debezium.time.Timestamp to int64 io.debezium.time.MicroTimestamp" in drift[0]
     assert carrier_drift(old, existing) == [] and carrier_drift(new, None) == []
+
+
+def test_a_widening_reads_every_value_alike_and_is_no_carrier_drift() -> None:
+    from cdcmirror.bootstrap.plan import carrier_drift
+
+    before = _table(("id", "bigint"), ("qty", "integer"), ("price", "numeric(8,2)"))
+    after = _table(("id", "bigint"), ("qty", "bigint"), ("price", "numeric(12,2)"))
+    old = desired_table(_catalog(before), before, "ns")
+    new = desired_table(_catalog(after), after, "ns")
+    columns = {c.name: (c.type, c.required) for c in old.columns}
+    existing = ExistingTable(columns, ("id",), dict(old.properties))
+    assert plan_table(new, existing).widen and carrier_drift(new, existing) == []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from cdcmirror.cdc_columns import CDC_COLUMNS, IcebergColumn, name_problem
 from cdcmirror.exceptions import ConfigError, UnsupportedTypeError
 from cdcmirror.iceberg_types import is_widening, normalize_type
+from cdcmirror.mirror.carriers import CarrierError, convert_sql, parse_carrier
 from cdcmirror.source_model import SourceCatalog, SourceTable
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
@@ -311,10 +312,11 @@ def plan_table(desired: DesiredTable, existing: ExistingTable | None) -> TablePl
 
 
 def carrier_drift(desired: DesiredTable, existing: ExistingTable | None) -> list[str]:
-    """The columns whose events change encoding (their carrier) while their Iceberg type
-    stays, for a connector that writes JSON without schemas: its events do not say which
-    encoding each carries, and events from before and after the change can share a batch
-    (DESIGN.md rule 8), so the mirror cannot decode both right."""
+    """The columns whose events change encoding (their carrier) so that one value on the
+    wire means another (milliseconds -> microseconds, a decimal's scale), for a connector
+    that writes JSON without schemas: its events do not say which encoding each carries, and
+    events from before and after the change can share a batch (DESIGN.md rule 8), so the
+    mirror cannot decode both right. A widening (int32 -> int64) reads every value alike."""
     if existing is None:
         return []
     try:
@@ -322,14 +324,27 @@ def carrier_drift(desired: DesiredTable, existing: ExistingTable | None) -> list
         after = json.loads(desired.properties.get(CARRIERS_PROPERTY) or "{}")
     except ValueError:
         return []
+    types = {c.name: c.type for c in desired.columns}
     return [
         f"column {name}: its events change from {before[name]} to {after[name]}, and JSON "
         "without schemas does not say which events carry which; set kafka.format to "
         '"json" or "avro" (the events then carry their own encoding), or drop the table and '
         "bootstrap it again from a fresh snapshot"
         for name in sorted(after)
-        if name in before and before[name] != after[name]
+        if name in before and not _reads_alike(before[name], after[name], types.get(name, ""))
     ]
+
+
+def _reads_alike(old: str, new: str, iceberg: str) -> bool:
+    """Both carriers turn every wire value into the same ``iceberg`` value."""
+    if old == new:
+        return True
+    try:
+        a = convert_sql("w", parse_carrier(old), iceberg)
+        b = convert_sql("w", parse_carrier(new), iceberg)
+    except CarrierError:
+        return False
+    return a == b
 
 
 DRIFT_ADVICE = (

@@ -4,8 +4,8 @@ connector. Every check that can fail runs before anything is written."""
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,14 +310,18 @@ def _validate(
     dry_run: bool,
 ) -> None:
     """Connect's validate endpoint on the config, before anything is written. A dry run
-    validates with a temporary secret file so the real one is not written."""
+    validates with a temporary secret file beside the real one (the directory Connect's file
+    provider may read), so the real one is not written."""
     if config.connect.secrets != "file":
         errors = client.validate({**plan.config, "name": plan.name})
     elif dry_run:
-        with tempfile.TemporaryDirectory(prefix="cdcmirror-validate-") as tmp:
-            tmp_secret = write_secret_file(Path(tmp) / "secret.properties", *plan.secrets)
+        tmp_secret = secret_path.with_name(f".validate-{uuid.uuid4().hex}.properties")
+        try:
+            write_secret_file(tmp_secret, *plan.secrets)
             cfg = {k: v.replace(str(secret_path), str(tmp_secret)) for k, v in plan.config.items()}
             errors = client.validate({**cfg, "name": plan.name})
+        finally:
+            tmp_secret.unlink(missing_ok=True)
     else:
         write_secret_file(secret_path, *plan.secrets)
         errors = client.validate({**plan.config, "name": plan.name})
