@@ -6,8 +6,10 @@ compared value by value, column by column."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,16 @@ def _compare(spark: Any, streamed: str, loaded: str) -> int:
     return sum(len(row) for row in a.values())
 
 
+@dataclass(frozen=True)
+class Twice:
+    """The type zoo mirrored twice: rows streamed (``streamed``) and loaded (``loaded``)."""
+
+    streamed: str  # namespace
+    loaded: str
+    streamed_config: Path
+    run: Callable[[str], None]  # SQL at the source
+
+
 def _twice(
     world: SparkWorld,
     name: str,
@@ -125,7 +137,7 @@ def _twice(
     include: list[str],
     run: Callable[[str], None],
     ddl_inserts: tuple[str, str],
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Twice]:
     """Mirror the same tables as ``<name>_s`` (rows streamed) and ``<name>_l`` (rows
     loaded); yields their namespaces, both mirrored."""
     ddl, inserts = ddl_inserts
@@ -159,11 +171,11 @@ def _twice(
     os.environ["CDCMIRROR_SOURCE__PASSWORD"] = services.CDC_PASSWORD
     for path in configs.values():
         mirror(load_config(path), available_now=True)
-    yield f"{name}_s_mirror", f"{name}_l_mirror"
+    yield Twice(f"{name}_s_mirror", f"{name}_l_mirror", configs["s"], run)
 
 
 @pytest.fixture(scope="module")
-def pg_twice(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[tuple[str, str]]:
+def pg_twice(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Twice]:
     schema = services.unique("lt_pg")
     ddl, inserts = _split((FIXTURES / "pg_types.sql").read_text("utf-8"))
 
@@ -202,7 +214,7 @@ def services_publish(schema: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def maria_twice(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[tuple[str, str]]:
+def maria_twice(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterator[Twice]:
     database = services.unique("lt_maria")
     ddl, inserts = _split((FIXTURES / "mariadb_types.sql").read_text("utf-8"))
     admin = services.maria_connect()
@@ -228,17 +240,135 @@ def maria_twice(stack: Stack, mariadb: None, spark_world: SparkWorld) -> Iterato
 
 @pytest.mark.parametrize("table", PG_TABLES)
 def test_postgresql_loaded_values_are_the_streamed_ones(
-    pg_twice: tuple[str, str], spark_world: SparkWorld, table: str
+    pg_twice: Twice, spark_world: SparkWorld, table: str
 ) -> None:
-    streamed, loaded = pg_twice
+    streamed, loaded = pg_twice.streamed, pg_twice.loaded
     values = _compare(spark_world.spark, f"{streamed}.{table}", f"{loaded}.{table}")
     assert values >= 8
 
 
 @pytest.mark.parametrize("table", MARIA_TABLES)
 def test_mariadb_loaded_values_are_the_streamed_ones(
-    maria_twice: tuple[str, str], spark_world: SparkWorld, table: str
+    maria_twice: Twice, spark_world: SparkWorld, table: str
 ) -> None:
-    streamed, loaded = maria_twice
+    streamed, loaded = maria_twice.streamed, maria_twice.loaded
     values = _compare(spark_world.spark, f"{streamed}.{table}", f"{loaded}.{table}")
     assert values >= 8
+
+
+# A value of each Iceberg type changed so that a reader could miss it: a double by one part
+# in 10^15 (invisible in its 15-digit text), a float by one part in 10^6, a timestamp by a
+# microsecond, bytes by one byte in front (a bit string's value changes), an array by its
+# last element, a map by one pair.
+MUTATIONS = {
+    "int": "{c} + 1",
+    "long": "{c} + 1",
+    "float": "CAST(CAST({c} AS DOUBLE) * 1.000001D AS FLOAT)",
+    "double": "{c} * (1 + 1e-15D)",
+    "boolean": "NOT {c}",
+    "string": "concat({c}, 'x')",
+    "binary": "concat(X'01', {c})",
+    "date": "date_add({c}, 1)",
+    "timestamp": "{c} + INTERVAL 1 MICROSECOND",
+    "timestamptz": "{c} + INTERVAL 1 MICROSECOND",
+}
+
+
+def _mutation(iceberg: str, column: str) -> str:
+    c = f"`{column}`"
+    if iceberg.startswith("decimal("):
+        return f"CAST({c} - 1 AS {iceberg.upper()})"
+    if iceberg.startswith("list<"):
+        return f"slice({c}, 1, size({c}) - 1)"
+    if iceberg.startswith("map<"):
+        return f"map_concat({c}, map('cdcmirror_x', 'y'))"
+    return MUTATIONS[iceberg].format(c=c)
+
+
+def _each_column_changed_in_a_row_of_its_own(
+    twice: Twice, spark: Any, dialect: str, tables: dict[str, str], missing: dict[str, Any]
+) -> None:
+    """Issue 67, item 8: every column of every type the mirror maps is compared by
+    ``reconcile --deep``. The source gets a copy of one row per column (keys from 1000 on,
+    streamed); then, behind the mirror's back, each copy's own column is changed in Iceberg;
+    reconcile must name exactly the changed copies' keys, and leave no column out.
+    ``tables``: each table's condition that picks the row to copy."""
+    from cdcmirror.catalog import load_catalog
+    from cdcmirror.commands.job_tables import load_tables
+
+    config = load_config(twice.streamed_config)
+    mirrored = {t.identifier: t for t in load_tables(config, load_catalog(config))}
+    changed: dict[str, list[str]] = {}  # the first key column's values
+    updates = []
+    for table, first in tables.items():
+        t = mirrored[f"{twice.streamed}.{table}"]
+        columns = [c for c in t.columns if c.name not in t.key]
+        key0 = t.key[0]
+        names = [c.name for c in t.columns]
+        source = f"{t.source.split('.')[0]}.{table}"
+        picked = ", ".join(f"{n} + 1000 + g" if n == key0 else n for n in names)
+        if dialect == "postgresql":
+            series = f"generate_series(1, {len(columns)}) AS s(g)"
+        else:  # MariaDB's sequence engine
+            picked = picked.replace(" + g", " + s.seq")
+            series = f"seq_1_to_{len(columns)} AS s"
+        twice.run(
+            f"INSERT INTO {source} ({', '.join(names)}) SELECT {picked} FROM {source}, {series} "
+            f"WHERE {first}"
+        )
+        base = spark.sql(f"SELECT * FROM {t.identifier} WHERE {first}").first()
+        sets = []
+        for i, col in enumerate(columns, 1):
+            key = str(int(base[key0]) + 1000 + i)
+            changed.setdefault(t.identifier, []).append(key)
+            mutated = _mutation(col.iceberg, col.name)
+            sets.append(f"`{col.name}` = IF(`{key0}` = {key}, {mutated}, `{col.name}`)")
+        updates.append((t.identifier, key0, sets))
+    if dialect == "postgresql":
+        services.wait_published(twice.streamed.removesuffix("_mirror"))
+    else:
+        sc.settle()
+    mirror(config, available_now=True)
+    for identifier, key0, sets in updates:
+        spark.sql(f"UPDATE {identifier} SET {', '.join(sets)} WHERE `{key0}` > 1000")
+    result = run_cli(
+        twice.streamed_config, "--output", "json", "reconcile", "--deep", "--settle", "0"
+    )
+    report = {t["table"]: t for t in json.loads(result.stdout)["tables"]}
+    for (identifier, keys), (_, key0, _) in zip(changed.items(), updates, strict=True):
+        deep = report[identifier]["deep"]
+        assert deep["columns_not_compared"] == [], deep
+        found = sorted(k[key0] for k in deep["changed_keys"])
+        assert found == sorted(keys), (identifier, found, keys)
+        assert deep["missing_keys"] == missing.get(identifier, []), deep
+        assert deep["extra_keys"] == [], deep
+
+
+def test_postgresql_reconcile_deep_compares_every_type(
+    pg_twice: Twice, spark_world: SparkWorld
+) -> None:
+    _each_column_changed_in_a_row_of_its_own(
+        pg_twice,
+        spark_world.spark,
+        "postgresql",
+        {
+            "numbers": "id = 1",
+            "texts": "tenant = 1 AND code = 'a'",
+            "times": "id = 1",
+            "measurements": "city_id = 1 AND logdate = DATE '2025-06-01'",
+        },
+        {},
+    )
+
+
+def test_mariadb_reconcile_deep_compares_every_type(
+    maria_twice: Twice, spark_world: SparkWorld
+) -> None:
+    _each_column_changed_in_a_row_of_its_own(
+        maria_twice,
+        spark_world.spark,
+        "mysql",
+        {"numbers": "id = 1", "texts": "tenant = 1 AND code = 'a'", "times": "id = 1"},
+        # a tinyint(1) holding 2 is no boolean: its event was dead-lettered
+        {f"{maria_twice.streamed}.numbers": [{"id": "4"}]},
+    )

@@ -20,9 +20,7 @@ def pg(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Mirror
 
 
 def test_in_sync_after_a_mirrored_workload(pg: Mirrored) -> None:
-    rc.in_sync_after_workload(
-        pg, 1500, ["amount (double precision)", "ratio (real)", "tags (text[])"]
-    )
+    rc.in_sync_after_workload(pg, 1500, [])  # every column compared: floats, arrays
 
 
 def test_lagging_reported_in_every_format(pg: Mirrored) -> None:

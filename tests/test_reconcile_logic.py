@@ -42,14 +42,21 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
         ("postgresql", "numeric(50,10)", "string", "text"),
         ("postgresql", "character(4)", "string", "bpchar"),
         ("postgresql", "timestamp with time zone", "timestamptz", "micros"),
-        ("postgresql", "double precision", "double", None),
-        ("postgresql", "text[]", "list<string>", None),
-        ("postgresql", "money", "decimal(19,2)", None),
+        ("postgresql", "double precision", "double", "float"),
+        ("postgresql", "text[]", "list<string>", "array"),
+        ("postgresql", "money", "decimal(19,2)", "decimal"),
+        ("postgresql", "interval", "string", "interval"),
+        ("postgresql", "bit(1)", "boolean", "bool"),
+        ("postgresql", "bit(8)", "binary", "bits"),
+        ("postgresql", "hstore", "map<string,string>", "map"),
+        ("postgresql", "geometry", "binary", None),
         ("mysql", "tinyint(1)", "boolean", "bool"),
         ("mysql", "tinyint(4)", "int", "int"),
         ("mysql", "bigint(20) unsigned", "decimal(20,0)", "int"),
         ("mysql", "datetime(6)", "timestamp", "micros"),
-        ("mysql", "float", "float", None),
+        ("mysql", "float", "float", "float"),
+        ("mysql", "bit(10)", "binary", "bits"),
+        ("mysql", "point", "binary", "geometry"),
     ],
 )
 def test_family_of_each_type(dialect: str, text: str, iceberg: str, expected: str | None) -> None:
@@ -62,7 +69,7 @@ def test_row_shape_skips_unhashable_columns_and_keeps_the_key() -> None:
         "postgresql",
         [
             ("id", SourceType("bigint", "bigint"), "long"),
-            ("amount", SourceType("double precision", "double precision"), "double"),
+            ("shape", SourceType("geometry", "geometry"), "binary"),
             (
                 "price",
                 SourceType("numeric", "numeric(10,2)", precision=10, scale=2),
@@ -73,7 +80,7 @@ def test_row_shape_skips_unhashable_columns_and_keeps_the_key() -> None:
     )
     assert [c.name for c in shape.key] == ["id"]
     assert [c.name for c in shape.columns] == ["id", "price"]
-    assert shape.skipped == ("amount (double precision)",)
+    assert shape.skipped == ("shape (geometry)",)
     assert shape.columns[1].scale == 2
     # the same hash function on every engine: first 32 bits of MD5 of the joined text
     for engine in ("postgresql", "mysql", "spark"):
@@ -164,7 +171,7 @@ def test_reports_name_the_table_and_the_keys() -> None:
     assert (
         "1,000" in text and "ns.u (drift)" in text and "missing from the mirror (1): (id=5)" in text
     )
-    assert "not compared: f (real)" in text
+    assert "not compared (no canonical text): f (real)" in text
     data = result_json([good, bad], NOW)
     assert data["in_sync"] is False and data["version"] == 1
     assert data["tables"][1]["deep"]["missing_keys"] == [{"id": "5"}]

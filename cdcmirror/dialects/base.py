@@ -23,6 +23,7 @@ class CanonicalColumn:
     family: str
     length: int | None = None  # character(n)
     scale: int = 0  # decimal(p,s)
+    element: CanonicalColumn | None = None  # an array's elements (family ``array``)
 
 
 class Dialect(ABC):
@@ -121,9 +122,14 @@ class Dialect(ABC):
     def canonical_family(self, source_type: SourceType, iceberg: str) -> str | None:
         """How a column is written in the canonical row; None when it is left out."""
 
-    @abstractmethod
     def canonical_text(self, col: CanonicalColumn) -> str:
         """The column's canonical text, as an SQL expression."""
+        return self.value_text(col, self.quote(col.name))
+
+    @abstractmethod
+    def value_text(self, col: CanonicalColumn, value: str) -> str:
+        """The canonical text of ``value`` (an SQL expression of ``col``'s type: the column,
+        or an element of it), as an SQL expression."""
 
     @abstractmethod
     def chr_sql(self, code: int) -> str: ...

@@ -7,6 +7,7 @@ from typing import Any
 
 from cdcmirror.dialects.base import CanonicalColumn, Dialect
 from cdcmirror.source_model import SourceType
+from cdcmirror.typemap import MYSQL_GEOMETRIES
 
 _TEXT = frozenset(
     {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json", "uuid"}
@@ -28,6 +29,10 @@ _FAMILIES = {
     "datetime": "micros",
     "timestamp": "micros",
     "time": "time",
+    "float": "float",
+    "double": "float",
+    "point": "geometry",
+    **{name: "geometry" for name in MYSQL_GEOMETRIES},
 }
 
 
@@ -106,15 +111,20 @@ class MySQL(Dialect):
 
     def canonical_family(self, source_type: SourceType, iceberg: str) -> str | None:
         n = source_type.name
-        if n == "tinyint":
-            return "bool" if iceberg == "boolean" else "int"
+        if n in ("tinyint", "bit"):  # tinyint(1) and bit(1) may be mirrored as booleans
+            if iceberg == "boolean":
+                return "bool"
+            return "int" if n == "tinyint" else "bits"
         if n in _TEXT:
             return "text"
-        return _FAMILIES.get(n)
+        family = _FAMILIES.get(n)
+        if family is None and iceberg == "string":
+            return "text"  # a type mirrored as its text (source.unknown_types = "string")
+        return family
 
-    def canonical_text(self, col: CanonicalColumn) -> str:
+    def value_text(self, col: CanonicalColumn, value: str) -> str:
         """The session must run with ``time_zone = '+00:00'`` (``session_init``)."""
-        c = self.quote(col.name)
+        c = value
         return {
             "int": f"CAST({c} AS CHAR)",
             "bool": f"CASE WHEN {c} IS NULL THEN NULL WHEN {c} <> 0 THEN 'true' ELSE 'false' END",
@@ -125,6 +135,10 @@ class MySQL(Dialect):
             "days": f"CAST(DATEDIFF({c}, '1970-01-01') AS CHAR)",
             "micros": f"CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {c}) AS CHAR)",
             "time": f"CAST(CAST(ROUND(TIME_TO_SEC({c}) * 1000000) AS SIGNED) AS CHAR)",
+            "float": _float_text(c),
+            "bits": f"TRIM(LEADING '0' FROM BIN({c} + 0))",
+            # the value without the 4 bytes of its SRID: the WKB Debezium sends
+            "geometry": f"LOWER(HEX(SUBSTRING({c}, 5)))",
         }[col.family]
 
     def chr_sql(self, code: int) -> str:
@@ -135,3 +149,17 @@ class MySQL(Dialect):
 
     def utf8(self, text_sql: str) -> str:
         return f"CONVERT({text_sql} USING utf8mb4)"
+
+
+def _float_text(x: str) -> str:
+    """A float's exact value (``reconcile/canonical.py``: family ``float``); MySQL and
+    MariaDB store no NaN or infinity."""
+    ax = f"ABS({x})"
+    e0 = f"FLOOR(LOG2({ax}))"
+    ratio = f"({ax} / POW(2, {e0}))"
+    e = f"({e0} + CASE WHEN {ratio} >= 2 THEN 1 WHEN {ratio} < 1 THEN -1 ELSE 0 END)"
+    m = f"CAST({ax} / POW(2, {e}) * 4503599627370496 AS UNSIGNED)"
+    return (
+        f"CASE WHEN {x} IS NULL THEN NULL WHEN {x} = 0 THEN '0' ELSE CONCAT(IF({x} < 0, '-', ''), "
+        f"CAST({m} AS CHAR), 'p', CAST(CAST({e} AS SIGNED) AS CHAR)) END"
+    )

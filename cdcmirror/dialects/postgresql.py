@@ -14,6 +14,7 @@ _TEXT = frozenset(
         "text",
         "citext",
         "name",
+        '"char"',
         "enum",
         "json",
         "jsonb",
@@ -24,6 +25,13 @@ _TEXT = frozenset(
         "macaddr",
         "macaddr8",
         "ltree",
+        "tsvector",
+        "int4range",
+        "int8range",
+        "numrange",
+        "tsrange",
+        "tstzrange",
+        "daterange",
     }
 )
 _FAMILIES = {
@@ -37,6 +45,14 @@ _FAMILIES = {
     "time": "time",
     "timestamp": "micros",
     "timestamptz": "micros",
+    "real": "float",
+    "double precision": "float",
+    "money": "decimal",
+    "timetz": "timetz",
+    "interval": "interval",
+    "bit varying": "bits",
+    "hstore": "map",
+    "point": "point",
 }
 
 
@@ -124,29 +140,109 @@ class PostgreSQL(Dialect):
         if n in ("character", "bpchar"):
             return "bpchar" if source_type.length else "text"
         if n == "numeric":
-            return "decimal" if iceberg.startswith("decimal") else "text"
-        return _FAMILIES.get(n)
+            if iceberg.startswith("decimal"):
+                return "decimal"
+            # Debezium sends a value without its trailing zeros when the column sets no scale
+            return "number" if source_type.scale is None else "text"
+        if n == "bit":  # bit(1) is mirrored as a boolean
+            return "bool" if iceberg == "boolean" else "bits"
+        if n == "array":
+            return "array" if iceberg.startswith("list<") else None
+        family = _FAMILIES.get(n)
+        if family is None and iceberg == "string":
+            return "text"  # a type mirrored as its text (source.unknown_types = "string")
+        return family
 
-    def canonical_text(self, col: CanonicalColumn) -> str:
-        c = self.quote(col.name)
+    def value_text(self, col: CanonicalColumn, value: str) -> str:
+        c = value
         micros = f"CAST(CAST(EXTRACT(EPOCH FROM {c}) * 1000000 AS bigint) AS text)"
+        if col.family == "array" and col.element is not None:
+            return self._array_text(col.element, c)
         return {
             "int": f"CAST({c} AS text)",
-            "bool": f"CAST({c} AS text)",
-            "decimal": f"CAST({c} AS text)",
-            "text": f"CAST({c} AS text)",
+            "bool": f"CAST(CAST({c} AS integer) <> 0 AS text)",  # bit(1) too
+            "decimal": f"CAST(CAST({c} AS numeric) AS text)",  # money too: no currency sign
+            "number": f"CAST(trim_scale({c}) AS text)",
+            # the type's output text, as pgoutput sends it (inet abbreviates a host's /32)
+            "text": f"CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END",
             "bpchar": f"rpad(CAST({c} AS text), {col.length or 1})",
             "hex": f"encode({c}, 'hex')",
             "days": f"CAST({c} - DATE '1970-01-01' AS text)",
             "micros": micros,
             "time": micros,
+            "timetz": (
+                f"CAST(CAST(EXTRACT(EPOCH FROM CAST(({c} AT TIME ZONE 'UTC') AS time)) "
+                "* 1000000 AS bigint) AS text)"
+            ),
+            "float": _float_text(f"CAST({c} AS double precision)"),
+            "interval": _interval_text(c),
+            "bits": f"ltrim(CAST({c} AS text), '0')",
+            "map": _hstore_text(c),
+            "point": f"'0101000000' || {_le_hex(f'{c}[0]')} || {_le_hex(f'{c}[1]')}",
         }[col.family]
+
+    def _array_text(self, element: CanonicalColumn, c: str) -> str:
+        """The element count, then each element's canonical text (NULL: the NULL mark),
+        in order, joined by U+001D."""
+        each = f"coalesce({self.value_text(element, 'e')}, chr(30))"
+        joined = (
+            f"(SELECT string_agg({each}, chr(29) ORDER BY o) "
+            f"FROM unnest({c}) WITH ORDINALITY AS u(e, o))"
+        )
+        return (
+            f"CASE WHEN {c} IS NULL THEN NULL "
+            f"ELSE cardinality({c}) || ':' || coalesce({joined}, '') END"
+        )
 
     def chr_sql(self, code: int) -> str:
         return f"chr({code})"
 
     def hash32(self, text_sql: str) -> str:
         return f"('x' || lpad(substr(md5({text_sql}), 1, 8), 16, '0'))::bit(64)::bigint"
+
+
+def _float_text(x: str) -> str:
+    """A float's exact value (``reconcile/canonical.py``: family ``float``)."""
+    ax = f"abs({x})"
+    e0 = f"floor(ln({ax}) / ln(2::double precision))"
+    ratio = f"({ax} / power(2::double precision, {e0}))"
+    e = f"({e0} + CASE WHEN {ratio} >= 2 THEN 1 WHEN {ratio} < 1 THEN -1 ELSE 0 END)"
+    m = f"CAST({ax} / power(2::double precision, {e}) * 4503599627370496 AS bigint)"
+    return (
+        f"CASE WHEN {x} IS NULL THEN NULL WHEN {x} = 'NaN'::double precision THEN 'NaN' "
+        f"WHEN {x} = 'Infinity'::double precision THEN 'Infinity' "
+        f"WHEN {x} = '-Infinity'::double precision THEN '-Infinity' WHEN {x} = 0 THEN '0' "
+        f"ELSE CASE WHEN {x} < 0 THEN '-' ELSE '' END || {m} || 'p' || CAST({e} AS bigint) END"
+    )
+
+
+def _interval_text(c: str) -> str:
+    """An interval's months, days and microseconds (family ``interval``)."""
+    months = f"CAST(EXTRACT(YEAR FROM {c}) * 12 + EXTRACT(MONTH FROM {c}) AS bigint)"
+    days = f"CAST(EXTRACT(DAY FROM {c}) AS bigint)"
+    micros = (
+        f"CAST((EXTRACT(HOUR FROM {c}) * 3600 + EXTRACT(MINUTE FROM {c}) * 60) * 1000000 "
+        f"+ EXTRACT(MICROSECONDS FROM {c}) AS bigint)"
+    )
+    return f"{months} || ':' || {days} || ':' || {micros}"
+
+
+def _hstore_text(c: str) -> str:
+    """An hstore's pair count, then its pairs sorted by key (code point order), each key
+    and value joined by U+001C (a NULL value: the NULL mark), the pairs by U+001D."""
+    pairs = (
+        'string_agg(key || chr(28) || coalesce(value, chr(30)), chr(29) ORDER BY key COLLATE "C")'
+    )
+    return (
+        f"CASE WHEN {c} IS NULL THEN NULL ELSE (SELECT count(*) || ':' || coalesce({pairs}, '') "
+        f"FROM each({c})) END"
+    )
+
+
+def _le_hex(x: str) -> str:
+    """The little-endian bytes of a float8, as lower-case hex (a point's WKB coordinate)."""
+    h = f"encode(float8send({x}), 'hex')"
+    return " || ".join(f"substr({h}, {i}, 2)" for i in range(15, 0, -2))
 
 
 SEQUENCE_PATTERN = '^(null|"[0-9]{1,18}"),(null|"[0-9]{1,18}")$'

@@ -111,7 +111,7 @@ def _details(c: TableCheck) -> list[str]:
         if d.keys_truncated:
             lines.append("  (more keys differ than listed; raise reconcile.max_keys)")
         if d.skipped_columns:
-            lines.append("  not compared: " + ", ".join(d.skipped_columns))
+            lines.append("  not compared (no canonical text): " + ", ".join(d.skipped_columns))
     return lines
 
 
