@@ -20,12 +20,23 @@ RUN for c in postgres mysql mariadb; do \
         -DoutputDirectory=/tmp && \
       tar -xzf /tmp/debezium-connector-$c-${DEBEZIUM_VERSION}-plugin.tar.gz -C /plugins/debezium-$c; \
     done
+# cdcmirror's converter of MariaDB UUID columns (cdcmirror/jvm/java_parts.py), in the MariaDB
+# plugin's directory: built against its Debezium API and Kafka Connect's API
+ARG KAFKA_VERSION
+COPY cdcmirror/jvm/java/mariadb-uuid /src/mariadb-uuid
+RUN mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+      -Dartifact=org.apache.kafka:connect-api:${KAFKA_VERSION} -DoutputDirectory=/tmp/api && \
+    javac --release 17 -nowarn -d /tmp/uuid \
+      -cp "$(ls /plugins/debezium-mariadb/*/debezium-api-*.jar):$(ls /tmp/api/connect-api-*.jar)" \
+      $(find /src/mariadb-uuid -name '*.java') && \
+    jar cf "$(dirname "$(ls /plugins/debezium-mariadb/*/debezium-api-*.jar)")/cdcmirror-mariadb-uuid.jar" \
+      -C /tmp/uuid .
 
 FROM apache/kafka:${KAFKA_VERSION}
 COPY --from=plugins /plugins /opt/connect-plugins
-COPY connect-distributed.properties /opt/kafka/config/cdcmirror-connect.properties
+COPY compose/connect-distributed.properties /opt/kafka/config/cdcmirror-connect.properties
 # the REST API's basic auth (the extension's jar ships in the distribution's libs/)
-COPY connect-jaas.conf connect-users.properties /opt/kafka/config/
+COPY compose/connect-jaas.conf compose/connect-users.properties /opt/kafka/config/
 ENV KAFKA_OPTS="-Djava.security.auth.login.config=/opt/kafka/config/connect-jaas.conf"
 EXPOSE 8083
 CMD ["/opt/kafka/bin/connect-distributed.sh", "/opt/kafka/config/cdcmirror-connect.properties"]

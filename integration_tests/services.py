@@ -471,3 +471,32 @@ def drop_published_schema(schema: str, connector: str | None = None) -> None:
     with pg_connect() as conn:
         conn.execute(f"ALTER PUBLICATION cdcmirror DROP TABLES IN SCHEMA {schema}")
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on TCP ``port`` on this host (IPv4 and
+    IPv6; an IPv4-mapped IPv6 address as its IPv4 text), from ``/proc/net/tcp*``."""
+    import ipaddress
+
+    found: set[str] = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            address, _, hex_port = local.partition(":")
+            if state != "0A" or int(hex_port, 16) != port or len(address) != width:
+                continue
+            # each 32-bit word of the address is written in the host's (little-endian) order
+            words = [bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, width, 8)]
+            ip = ipaddress.ip_address(b"".join(words))
+            if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+                ip = ip.ipv4_mapped
+            found.add(str(ip))
+    return found
+
+
+LOOPBACK = {"127.0.0.1", "::1"}

@@ -325,52 +325,73 @@ def test_avro_same_workload(maria_avro: Mirrored) -> None:
     sc.avro_poison_goes_to_dead_letter(maria_avro)
 
 
-def _v4_uuid(rnd: random.Random, ending_in_zero: bool) -> uuid.UUID:
-    """A random version-4 UUID (MariaDB takes RFC 4122 ones) whose first byte is 0x80 or
-    more, and whose last byte is zero or not."""
-    value = rnd.getrandbits(128) | 1 << 127
+def _v4_uuid(rnd: random.Random, zeros: int = 0, leading: int = 0) -> uuid.UUID:
+    """A random version-4 UUID (MariaDB takes RFC 4122 ones) whose last ``zeros`` bytes and
+    first ``leading`` bytes are zero (the others are not)."""
+    value = rnd.getrandbits(128) | 1 << 127 | 1
     value = value & ~(0xF << 76) | 4 << 76  # version 4
     value = value & ~(0x3 << 62) | 0x2 << 62  # RFC 4122 variant
-    value = value & ~0xFF if ending_in_zero else value | 1
+    value &= ~((1 << (8 * zeros)) - 1)
+    value &= (1 << (128 - 8 * leading)) - 1
     return uuid.UUID(int=value)
 
 
-def test_uuid_values_shifted_by_the_binlog_are_reported_then_repaired(
-    stack: Stack, mariadb: None, spark_world: SparkWorld, caplog: pytest.LogCaptureFixture
+def test_uuid_values_ending_in_zero_bytes_are_mirrored_exactly(
+    stack: Stack, mariadb: None, spark_world: SparkWorld
 ) -> None:
-    """MariaDB drops a UUID's trailing zero bytes from the binlog and Debezium puts them in
-    front (``mirror/mariadb_uuid.py``): such streamed values arrive shifted, and nothing can
-    tell them from true values that start with a zero byte. The mirror names their keys in
-    the batch log; `reconcile --deep` finds exactly those rows; `repair --keys-from` heals
-    them (the incremental snapshot reads them right)."""
+    """Issue 67, item 7: MariaDB drops a UUID's trailing zero bytes from the binlog, and
+    Debezium's own converter puts them in front. bootstrap registers cdcmirror's converter
+    (``jvm/java/mariadb-uuid``), which puts them back at the end: UUIDs ending in one to
+    fifteen zero bytes, beginning with zero bytes, all zero, and MariaDB's own (version 1)
+    arrive exactly as the source holds them, inserted, updated and deleted, with no repair.
+    Before, every streamed value ending in a zero byte was wrong until `repair` ran."""
     rnd = random.Random(SEED)
     fixture = maria_mirrored(spark_world, 40, signal=True, extra={"u": "UUID"})
     m = next(fixture)
     try:
-        sc.settle(m)  # the snapshot is over: the updates below are streamed, not snapshotted
-        ids = sorted(m.workload.ids)[:6]
-        ending_in_zero = ids[:3]
+        connector = services.connect_client().config(f"cdcmirror-{m.name}")
+        assert connector["cdcmirror_uuid.type"] == "io.cdcmirror.debezium.MariaDbUuidConverter"
+        sc.settle(m)  # the snapshot is over: the changes below are streamed, not snapshotted
+        ids = sorted(m.workload.ids)
+        values = [_v4_uuid(rnd, zeros) for zeros in (1, 2, 3, 8, 15)]
+        values += [_v4_uuid(rnd, leading=2), _v4_uuid(rnd, 1, leading=1), uuid.UUID(int=0)]
         with closing(services.maria_connect(m.name)) as conn, conn.cursor() as cur:
-            for i in ids:
-                value = str(_v4_uuid(rnd, ending_in_zero=i in ending_in_zero))
-                cur.execute("UPDATE items SET u = %s WHERE id = %s", (value, i))
+            for i, value in zip(ids, values, strict=False):
+                cur.execute("UPDATE items SET u = %s WHERE id = %s", (str(value), i))
+            cur.execute("UPDATE items SET u = UUID() WHERE id = %s", (ids[len(values)],))
+            for n, value in enumerate(values[:3]):
+                cur.execute("INSERT INTO items (id, u) VALUES (%s, %s)", (10**9 + n, str(value)))
+            cur.execute("DELETE FROM items WHERE id = %s", (ids[0],))
         sc.settle(m)
-        with caplog.at_level("INFO", logger="cdcmirror"):
-            m.mirror()
-        lines = [
-            json.loads(r.getMessage().split("mirror batch ", 1)[1])
-            for r in caplog.records
-            if r.getMessage().startswith("mirror batch {")
-        ]
-        assert sum(line.get("suspect_uuids", 0) for line in lines) == 3, lines
-        errors = " ".join(r.getMessage() for r in caplog.records if r.levelname == "ERROR")
-        assert all(f"id={i}" in errors for i in ending_in_zero), errors
-        assert "cdcmirror repair --table items --keys-from" in errors, errors
+        m.mirror()
+        source = _uuids(m, "u IS NOT NULL")
+        assert len(source) == len(values) + 3, source
+        assert _mirrored_uuids(m) == source
+        m.assert_same()
         code, report = rc.reconcile(m, "--deep", "--settle", "0")
-        deep = rc.only_table(report)["deep"]
-        assert code == 1 and sorted(int(k["id"]) for k in deep["changed_keys"]) == sorted(
-            ending_in_zero
-        ), deep
-        rc.repair_report_until_in_sync(m, report, "uuid-drift")
+        assert code == 0, rc.only_table(report)
+        # a connector that reads the UUID column without the converter stops the mirror
+        client = services.connect_client()
+        name = f"cdcmirror-{m.name}"
+        plain = {k: v for k, v in connector.items() if not k.startswith(("converters", "cdcm"))}
+        client.put(name, plain)
+        refused = run_cli(m.config_path, "mirror", "--available-now")
+        assert refused.exit_code == 2, refused.output
+        assert "without cdcmirror's MariaDB UUID converter" in refused.output, refused.output
+        again = run_cli(m.config_path, "bootstrap")
+        assert again.exit_code == 0 and "cdcmirror_uuid" in json.dumps(client.config(name))
     finally:
         fixture.close()
+
+
+def _uuids(m: Mirrored, where: str) -> dict[int, str]:
+    with closing(services.maria_connect(m.name)) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT id, CAST(u AS CHAR) FROM items WHERE {where}")
+        return {int(i): str(u) for i, u in cur.fetchall()}
+
+
+def _mirrored_uuids(m: Mirrored) -> dict[int, str]:
+    rows = m.spark.sql(
+        f"SELECT id, u FROM {m.identifier} WHERE u IS NOT NULL AND NOT _cdc_deleted"
+    ).collect()
+    return {int(r.id): str(r.u) for r in rows}

@@ -207,6 +207,10 @@ def test_rest_catalog_s3_and_a_checkpoint_on_s3a(pg_rest: Mirrored) -> None:
     on s3a://; reconcile --deep (the checkpoint read from S3) in sync; every data file on S3.
     The reduced run of ``test_every_command_on_the_cluster_profile`` (CI)."""
     m = pg_rest
+    for part in cluster.CLUSTER_PARTS:  # the REST catalog too (Iceberg's own binds all)
+        for port in part.ports:
+            found = services.listening_addresses(port)
+            assert found and found <= services.LOOPBACK, (part.name, port, found)
     m.workload.run(400)
     mirror_on_cluster(m)
     assert m.assert_same() > 100

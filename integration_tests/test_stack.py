@@ -17,6 +17,7 @@ from cdcmirror.jvm.resolve import resolve_group
 from cdcmirror.stack import processes
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import KAFKA, REGISTRY, REGISTRY_CCOMPAT_PATH
+from integration_tests import services
 from integration_tests.services import CDC_PASSWORD
 
 pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
@@ -36,6 +37,16 @@ def test_up_is_idempotent(stack: Stack) -> None:
     before = {s.name: s.pid for s in stack.status()}
     after = {s.name: (s.pid, s.state) for s in stack.up()}
     assert after == {name: (pid, "healthy") for name, pid in before.items()}
+
+
+def test_every_part_listens_on_loopback_only(stack: Stack) -> None:
+    """What the README says: nothing the stack starts answers on another interface."""
+    from cdcmirror.stack import layout
+
+    for part in layout.PARTS:
+        for port in part.ports:
+            found = services.listening_addresses(port)
+            assert found and found <= services.LOOPBACK, (part.name, port, found)
 
 
 def kill_9(pid: int | None) -> int:

@@ -27,7 +27,9 @@ def test_a_jar_built_from_other_sources_is_not_used(tmp_path: Path) -> None:
 def test_without_a_jdk_nothing_is_built_and_the_reason_is_said(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local_fs, "_javac", lambda: None)
+    from cdcmirror.jvm import java_parts
+
+    monkeypatch.setattr(java_parts, "_javac", lambda: None)
     said: list[str] = []
     assert local_fs.build_jar(tmp_path, said.append) is None
     assert not (tmp_path / "local-fs").exists()

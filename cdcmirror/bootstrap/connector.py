@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ from cdcmirror.connectors import (
     render_connector,
 )
 from cdcmirror.exceptions import ConfigError, SourceError
+from cdcmirror.jvm.java_parts import MARIADB_UUID_CLASS
 from cdcmirror.kafka_security import history_client_settings
+from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.source.postgresql import PUBLICATION
 from cdcmirror.source_model import SourceCatalog
 
@@ -193,6 +196,7 @@ def plan_connector(
     if config.kafka.avro:  # the JSON converter's setting, not Avro's
         for side in ("key", "value"):
             rendered.pop(f"{side}.converter.schemas.enable", None)
+    rendered.update(uuid_converter_settings(catalog))
     if catalog.signal_table:
         # incremental snapshots (`cdcmirror repair`) are requested through this table
         rendered["signal.data.collection"] = catalog.signal_table
@@ -205,6 +209,35 @@ def plan_connector(
     name = connector_name(source_name)
     registry = config.kafka.schema_registry_password if config.kafka.avro else ""
     return ConnectorPlan(name, rendered, str(url.password or ""), kafka_password, registry)
+
+
+UUID_CONVERTER = "cdcmirror_uuid"
+
+
+def uuid_converter_settings(catalog: SourceCatalog) -> dict[str, str]:
+    """cdcmirror's converter of MariaDB ``UUID`` columns (``jvm/java_parts.py``), when a
+    captured table has one: Debezium's own reads a binlog value whose trailing zero bytes
+    MariaDB dropped as a shifted UUID."""
+    if not dialects.of(catalog.dialect).uuid_converter:
+        return {}
+    if not any(c.type.name == "uuid" for t in catalog.tables for c in t.columns):
+        return {}
+    return {"converters": UUID_CONVERTER, f"{UUID_CONVERTER}.type": MARIADB_UUID_CLASS}
+
+
+def missing_uuid_converter(
+    tables: Sequence[MirrorTable], connector: Mapping[str, Any]
+) -> list[str]:
+    """The tables with a UUID column that the registered connector (its ``connector``
+    config) reads without cdcmirror's converter (``uuid_converter_settings``)."""
+    if connector.get(f"{UUID_CONVERTER}.type") == MARIADB_UUID_CLASS:
+        return []
+    return [
+        t.identifier
+        for t in tables
+        if dialects.of(t.dialect).uuid_converter
+        and any(c.carrier == "string io.debezium.data.Uuid" for c in t.columns)
+    ]
 
 
 def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: str) -> bool:

@@ -80,7 +80,9 @@ def jars() -> None:
 @handle_errors
 def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
     """Download the jar groups (all by default) from Maven Central unless already cached;
-    build cdcmirror's local file system for Spark (``jvm/local_fs.py``) with the JDK."""
+    build cdcmirror's own JVM parts with the JDK (``jvm/java_parts.py``): the local file
+    system for Spark, the MariaDB UUID converter, the REST catalog's loopback launcher."""
+    from cdcmirror.jvm.java_parts import PARTS
     from cdcmirror.jvm.local_fs import build_jar
     from cdcmirror.jvm.resolve import resolve_all
 
@@ -89,6 +91,10 @@ def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
         built = build_jar(progress=_say)
         if built is not None:
             result["local-fs"] = built.parent
+    for part in PARTS:
+        made = part.build(progress=_say) if part.classpath() is not None else None
+        if made is not None:
+            result[part.name] = made
     if ctx.obj["output"] == "json":
         click.echo(json.dumps({k: str(v) for k, v in result.items()}, indent=2))
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdcmirror.config import Config
-from cdcmirror.exceptions import ConfigError
+from cdcmirror.exceptions import CdcMirrorError, ConfigError
 from cdcmirror.mirror.spec import MirrorTable, mirror_table
 from cdcmirror.table_properties import LOAD_PENDING, LOAD_PROPERTY
 
@@ -75,4 +75,28 @@ def refuse_half_loaded(tables: list[MirrorTable]) -> None:
             f"{LOAD_PROPERTY} = {LOAD_PENDING!r}): mirroring it now would leave out the rows "
             "it was not given. Run `cdcmirror bootstrap`, which loads it again, then start the "
             "mirror (or leave it out with --tables)"
+        )
+
+
+def refuse_uuids_without_converter(config: Config, tables: list[MirrorTable]) -> None:
+    """Stop before mirroring MariaDB UUID columns that the registered connector reads
+    without cdcmirror's converter: a value ending in zero bytes would arrive shifted."""
+    from cdcmirror.bootstrap.connector import connector_name, missing_uuid_converter
+    from cdcmirror.connect_client import ConnectClient
+
+    name = connector_name(config.source.name)
+    try:
+        client = ConnectClient.of(config.connect, timeout=10.0)
+        if name not in client.names():
+            return  # not registered (bootstrap --no-connector): nothing to check
+        missing = missing_uuid_converter(tables, client.config(name))
+    except CdcMirrorError:
+        return  # Connect not reachable: the connector watch reports it
+    if missing:
+        raise ConfigError(
+            f"connector {name} reads the UUID columns of {', '.join(missing)} without "
+            "cdcmirror's MariaDB UUID converter, so a value ending in zero bytes would arrive "
+            "shifted. Run `cdcmirror bootstrap`, which registers it (the local stack has its "
+            "jar; on your own Kafka Connect, copy the jar `cdcmirror jars resolve` builds into "
+            "the debezium-mariadb plugin directory first)"
         )

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from cdcmirror import dialects
 from cdcmirror.checkpoint_store import CheckpointFiles, checkpoint_files, remembered_schemas
-from cdcmirror.commands.job_tables import cdc_tables, internal_namespace, refuse_half_loaded
+from cdcmirror.commands.job_tables import (
+    cdc_tables,
+    internal_namespace,
+    refuse_half_loaded,
+    refuse_uuids_without_converter,
+)
 from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
@@ -146,6 +151,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     streams = job_streams(config, catalog, only)
     tables = cdc_tables(config, catalog, only, required=not streams.tables)
     refuse_half_loaded(tables)
+    refuse_uuids_without_converter(config, tables)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here

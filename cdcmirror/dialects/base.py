@@ -45,7 +45,9 @@ class Dialect(ABC):
     row_address: ClassVar[str | None]
     toast_placeholders: ClassVar[bool]  # unchanged TOASTed values arrive as a placeholder
     julian_snapshot_dates: ClassVar[bool]  # snapshot reads carry old dates in Julian
-    shifted_uuids: ClassVar[bool]  # MariaDB's UUID binlog images can be byte-shifted
+    # MariaDB writes a UUID to the binlog without its trailing zero bytes: a UUID column is
+    # read by cdcmirror's converter (bootstrap registers it, `jvm/java_parts.py`)
+    uuid_converter: ClassVar[bool]
     source_fields_ddl: ClassVar[str]  # the Debezium ``source`` fields the position reads
     current_position_sql: ClassVar[str]
     # where a table's row estimate (``source/load_reads.estimated_rows``) comes from, and

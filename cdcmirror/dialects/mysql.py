@@ -61,7 +61,7 @@ class MySQL(Dialect):
     row_address = None
     toast_placeholders = False
     julian_snapshot_dates = False
-    shifted_uuids = True
+    uuid_converter = True
     source_fields_ddl = "file STRING, pos BIGINT, row INT, snapshot STRING, ts_ms BIGINT"
     current_position_sql = "SHOW MASTER STATUS"
     row_estimate = (

@@ -78,7 +78,7 @@ class PostgreSQL(Dialect):
     row_address = "ctid"
     toast_placeholders = True
     julian_snapshot_dates = True
-    shifted_uuids = False
+    uuid_converter = False
     source_fields_ddl = "lsn BIGINT, sequence STRING, snapshot STRING, ts_ms BIGINT"
     current_position_sql = "SELECT pg_current_wal_lsn()::text"
     row_estimate = "pg_class.reltuples: the planner's statistics as of the last ANALYZE"

@@ -14,7 +14,6 @@ from typing import Any
 from cdcmirror.mirror.evolution import NEW_SCHEMA
 from cdcmirror.mirror.key_change import applied_count_sql, applied_deletes_sql
 from cdcmirror.mirror.key_range import bounds_exprs
-from cdcmirror.mirror.mariadb_uuid import suspect_sql
 from cdcmirror.mirror.positions import behind_truncate_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import placeholder_sql
@@ -52,7 +51,6 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"to_json(min(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS oldest_position",
         f"to_json(max(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS newest_position",
         *bounds_exprs(table),
-        f"count_if(_cdc_error IS NULL AND ({suspect_sql(table) or 'false'})) AS suspect_uuids",
     ]
 
 

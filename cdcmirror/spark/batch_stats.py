@@ -38,7 +38,6 @@ class TableStats:
     offsets: dict[int, int] = field(default_factory=dict)  # partition -> last offset
     starts: dict[int, int] = field(default_factory=dict)  # partition -> first offset
     stopped: str | None = None
-    suspect_uuids: int = 0  # MariaDB UUID values that may have arrived shifted
     phase_seconds: dict[str, float] = field(default_factory=dict)  # PHASES that ran
     spark_jobs: int = 0  # the Spark jobs of the table's work (decode to tombstones)
     replayed: int = 0  # a stream's events of a batch it had committed before: not written

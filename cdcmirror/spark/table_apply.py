@@ -56,7 +56,6 @@ from cdcmirror.spark.snapshot_guard import (
     foreign_parent,
     merge_on_read,
 )
-from cdcmirror.spark.suspect_uuids import report_suspect_uuids
 from cdcmirror.spark.tombstones import Entombed, TombstoneTables, entombed
 from cdcmirror.sql_text import as_of
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
@@ -130,9 +129,6 @@ def _apply_kept(tb: TableBatch, decoded: Any, agg: Any) -> Any:
     bounds = bounds_of(table, agg.asDict())
     source_us = (agg.newest_us, agg.median_us, agg.oldest_us)
     stats.dead_lettered = agg.bad
-    stats.suspect_uuids = agg.suspect_uuids
-    if agg.suspect_uuids:
-        report_suspect_uuids(decoded, table, agg.suspect_uuids)
     dead = None
     if stats.dead_lettered:
         bad = decoded.where("_cdc_error IS NOT NULL")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcmirror.exceptions import StackError
+from cdcmirror.jvm.java_parts import REST_LAUNCHER_CLASS
 from cdcmirror.jvm.pyspark_jars import pyspark_jars_dir
 from cdcmirror.stack import s3
 from cdcmirror.stack.layout import HOST, StackPart
@@ -38,9 +39,8 @@ WORKERS = tuple(
 # SQLite file behind the REST protocol; configured through CATALOG_* environment variables
 REST_PORT = 8181
 REST_URL = f"http://{HOST}:{REST_PORT}"
-REST_CATALOG = StackPart(
-    "rest-catalog", "org.apache.iceberg.rest.RESTCatalogServer", (REST_PORT,), "384m"
-)
+# cdcmirror's launcher of it (``jvm/java_parts.py``): bound to loopback, not every interface
+REST_CATALOG = StackPart("rest-catalog", REST_LAUNCHER_CLASS, (REST_PORT,), "384m")
 # the S3 store first: the REST catalog writes table metadata into it
 CLUSTER_PARTS = (s3.S3, MASTER, *WORKERS, REST_CATALOG)
 REST_WAREHOUSE = f"s3://{s3.BUCKET}/rest"
@@ -59,6 +59,7 @@ def rest_catalog_command(java: str, classpath: list[Path]) -> list[str]:
         java,
         f"-Xmx{REST_CATALOG.heap}",
         f"-Dcdcmirror.stack={REST_CATALOG.name}",
+        f"-Dcdcmirror.rest.host={HOST}",
         "-cp",
         ":".join(str(p) for p in classpath),
         REST_CATALOG.main_class,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cdcmirror import paths
 from cdcmirror.exceptions import PortInUseError, StackError
+from cdcmirror.jvm.java_parts import MARIADB_UUID, REST_LAUNCHER, JavaPart
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_dir, group_jars, resolve_all
 from cdcmirror.stack import cluster, health, layout, processes, s3, tls
@@ -134,6 +135,7 @@ class Stack:
         say = progress or (lambda _msg: None)
         java = _java()
         resolve_all(names=STACK_GROUPS, progress=say)
+        _built(MARIADB_UUID, say)  # in the MariaDB plugin's directory before Connect starts
         manifest = load_manifest()
         classpath = group_jars(manifest.groups["kafka"])
         plugin_path = group_dir(manifest.groups["debezium-postgres"]).parent
@@ -173,6 +175,7 @@ class Stack:
         say = progress or (lambda _msg: None)
         java = _java()  # spark-class needs one too
         resolve_all(names=["rest-catalog"], progress=say)
+        _built(REST_LAUNCHER, say)
         rest_jars = group_jars(load_manifest().groups["rest-catalog"])
         gateway = s3.ensure_installed(say)
         data = self.data_dir
@@ -304,3 +307,15 @@ def _java() -> str:
             "openjdk-17-jre-headless) or set JAVA_HOME"
         )
     return java
+
+
+def _built(part: JavaPart, say: Progress) -> Path:
+    """``part``'s jar, built now if needed; a part the stack cannot run without stops it."""
+    jar = part.build(say)
+    if jar is None:
+        raise StackError(
+            f"cdcmirror's {part.name} jar cannot be built ({part.why}); install a JDK "
+            "(`make system-deps` installs openjdk-17-jdk-headless), then run "
+            "`cdcmirror stack up` again"
+        )
+    return jar
