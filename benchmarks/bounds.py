@@ -21,7 +21,7 @@ def read_and_parse(config: Config, fmt: str, topic: str, start: int, end: int) -
     from cdcmirror.commands.job_tables import load_tables
     from cdcmirror.kafka_security import spark_kafka_options
     from cdcmirror.mirror.envelope import envelope_ddl
-    from cdcmirror.spark.range_read import read_ranges
+    from cdcmirror.spark.kafka import read_ranges
 
     spark: Any = build_spark_session(config)
     table = load_tables(config, load_catalog(config))[0]

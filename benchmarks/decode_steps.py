@@ -22,6 +22,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from cdcmirror.spark.single_pass import once_records
+
 from cdcmirror.catalog import load_catalog
 from cdcmirror.checkpoint_store import checkpoint_files, remembered_schemas
 from cdcmirror.commands.job_tables import load_tables
@@ -33,11 +35,9 @@ from cdcmirror.mirror.envelope import envelope_ddl
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.schema_parts import payload_text_sql
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.decode import decode_events
-from cdcmirror.spark.kept import keep, let_go
-from cdcmirror.spark.range_read import read_ranges
+from cdcmirror.spark.cdc.decode import decode_events, keep, let_go
+from cdcmirror.spark.kafka import read_ranges
 from cdcmirror.spark.session import build_spark_session
-from cdcmirror.spark.single_pass import once_records
 
 
 def noop_seconds(frame: Any, runs: int = 2) -> float:

@@ -5,7 +5,7 @@ N events are made from a recorded Debezium insert (``integration_tests/fixtures/
 postgresql-json.json``: 5 columns, about 3.3 KB an event, 2.7 KB of it the converter's
 schema part), each with its own key, as Kafka-shaped rows, cached as the applier's first
 look caches a batch. Each round decodes them both ways with the mirror's own SQL
-(``spark/decode.decode_events``: the envelope, every column converted and checked), caches
+(``spark/cdc/decode.decode_events``: the envelope, every column converted and checked), caches
 the decoded rows and counts them, as a batch does. Five rounds; the first pays the JVM's
 warm-up, the figures are the median of rounds 2 to 5.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from cdcmirror.config import load_config
 from cdcmirror.mirror.schema_parts import PAYLOAD_MARK
-from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
+from cdcmirror.spark.cdc.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.session import build_spark_session
 from integration_tests.test_golden_events import FIXTURES, mirror_table
 

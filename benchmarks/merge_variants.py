@@ -12,7 +12,7 @@ keys, one event per key, as ``mixed_batch.py``'s mixed round is at scale; only `
 
 Variants:
 - ``direct``: ``direct_merge_sql`` over ``dedupe_sql`` of the cached events, as
-  ``spark/direct_apply.py`` runs it (dedupe, guard and insert branch in one query);
+  ``spark/cdc/direct.py`` runs it (dedupe, guard and insert branch in one query);
 - ``deduped first``: the same MERGE from the deduplicated rows cached beforehand (the
   dedupe's own job is timed apart and added);
 - ``no guard``: the direct MERGE without the position guard;

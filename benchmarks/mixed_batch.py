@@ -26,8 +26,8 @@ it deleted) is written again to the copies, in the same Spark session:
 
 The rounds' runs share one checkpoint, which keeps the row schemas the job applied
 (``checkpoint_store.remembered_schemas``): the updates and mixed batches are read from
-Kafka once by their decode (``spark/single_pass.py``); the inserts batch, the job's first,
-is read once in the row schemas of its first records (``spark/own_reads.guess_schemas``).
+Kafka once by their decode (``spark/cdc/plan.py``); the inserts batch, the job's first,
+is read once in the row schemas of its first records (``spark/cdc/records.guess``).
 With ``--cold`` that file is removed before each round, so each batch does that.
 
 Prints the batch's seconds and phases (from the applier's log), its Spark jobs and the

@@ -10,7 +10,7 @@ so that growing is quick), and at each level:
 
 - the size of the table's metadata JSON;
 - the median of 10 loads of the table (``Spark3Util.loadIcebergTable``, as the job's
-  ``spark/snapshot_guard.py`` does up to five times a direct batch);
+  ``spark/iceberg.py`` does up to five times a direct batch);
 - the median of M direct MERGEs of 100 changes (``direct_merge_sql``, the mirror's SQL,
   its commit carrying the batch's properties as the job's does).
 
@@ -36,8 +36,7 @@ from cdcmirror.mirror.direct_merge import direct_merge_sql
 from cdcmirror.mirror.high_water import HIGH_WATER
 from cdcmirror.mirror.merge_sql import dedupe_sql
 from cdcmirror.mirror.resume import BATCH_ID, END_OFFSETS, QUERY_ID, START_OFFSETS
-from cdcmirror.spark.commits import with_commit_props
-from cdcmirror.spark.java_classes import iceberg_table
+from cdcmirror.spark.iceberg import iceberg_table, with_commit_props
 from cdcmirror.spark.session import build_spark_session
 from integration_tests.mirror_fixture import make_config
 from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert

@@ -1,5 +1,5 @@
 """Benchmark: a plain event stream's decode and write of one batch
-(``spark/stream_apply.py``) beside a plain ``from_json`` → Iceberg append of the same rows,
+(``spark/streams/apply.py``) beside a plain ``from_json`` → Iceberg append of the same rows,
 on one local Spark, without Kafka.
 
 N small JSON events (as ``stream_append.py`` produces them) are built as Kafka-shaped rows
@@ -29,9 +29,9 @@ from typing import Any
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.config import load_config
 from cdcmirror.iceberg_types import spark_type
-from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.session import build_spark_session
-from cdcmirror.spark.stream_apply import StreamBatch, StreamTable
+from cdcmirror.spark.stats import TableStats
+from cdcmirror.spark.streams.apply import StreamBatch, StreamTable
 from cdcmirror.streams.schema import KAFKA_COLUMNS
 from cdcmirror.streams.spec import StreamSpec
 

@@ -98,7 +98,7 @@ def run(size: int, changes: int, spread: str, work: Path) -> dict[str, float]:
         identifier = f"{schema}.items"
         grow(config, identifier, ids, size)
         # The plain append that grew the table records no high-water mark: the table's next
-        # batch reads it from the stored positions once (``spark/direct_apply.batch_mark``),
+        # batch reads it from the stored positions once (``spark/cdc/direct.batch_mark``),
         # as after an initial load. A batch of one update does that here, so the batch
         # measured is one of a table whose mark its own commits record.
         with services.pg_connect() as conn:

@@ -1,5 +1,5 @@
 """Benchmark: what a tombstone table that kept every delete costs a classified batch, and
-what pruning it by age (``cdcmirror maintain``, ``spark/tombstone_prune.py``) costs and
+what pruning it by age (``cdcmirror maintain``, ``spark/maintenance/prune.py``) costs and
 gives back.
 
 A mirrored table of R live rows whose keys are interleaved with D keys deleted 30 days ago
@@ -27,7 +27,7 @@ from typing import Any
 from cdcmirror.config import load_config
 from cdcmirror.mirror.merge_sql import classify_sql
 from cdcmirror.mirror.positions import source_length
-from cdcmirror.spark.maintenance import MaintainSettings, maintain_table
+from cdcmirror.spark.maintenance.maintain import MaintainSettings, maintain_table
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.spark.tombstones import entombed
 from integration_tests.mirror_fixture import make_config

@@ -2,7 +2,7 @@
 tests' fault hook, which production code does not carry.
 
 ``CDCMIRROR_FAULT`` picks the fault, at the commit of a batch's rows (a table MERGE, a
-stream append: ``cdcmirror.spark.commits.data_commit``):
+stream append: ``cdcmirror.spark.iceberg.data_commit``):
 
 - ``mid-merge:SECONDS``: the process ends SECONDS after that commit starts, mid-way;
 - ``after-commit``: it ends right after the commit, before Spark records the batch in its
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 FAULT_ENV = "CDCMIRROR_FAULT"
@@ -28,13 +28,13 @@ logger = logging.getLogger("cdcmirror.mirror")
 
 def install(fault: str) -> None:
     """Wrap ``data_commit`` so that ``fault`` ends the process at its point."""
-    from cdcmirror.spark import commits
+    from cdcmirror.spark import iceberg as commits
 
     if not (fault == "after-commit" or fault.startswith("mid-merge:")):
         raise SystemExit(f"{FAULT_ENV}={fault!r}: use mid-merge:SECONDS or after-commit")
     original = commits.data_commit
 
-    def faulty(spark: Any, props: dict[str, str], fn: Callable[[], Any]) -> None:
+    def faulty(spark: Any, props: Mapping[str, str], fn: Callable[[], object]) -> None:
         if fault.startswith("mid-merge:"):
             timer = threading.Timer(float(fault.split(":", 1)[1]), os._exit, (FAULT_EXIT,))
             timer.daemon = True

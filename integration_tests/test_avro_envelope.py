@@ -14,7 +14,7 @@ from typing import Any
 from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.decode import decode_events, register_functions
+from cdcmirror.spark.cdc.decode import decode_events, register_functions
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_events import KAFKA_SCHEMA
 from tests.test_avro_decoding import decimal_type, framed, optional

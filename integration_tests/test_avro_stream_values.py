@@ -21,8 +21,8 @@ from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.avro import NOT_UTF8, plain_schema
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.stream_apply import StreamBatch, StreamTable
+from cdcmirror.spark.stats import TableStats
+from cdcmirror.spark.streams.apply import StreamBatch, StreamTable
 from cdcmirror.streams.avro_direct import direct_fields
 from cdcmirror.streams.schema import KAFKA_COLUMNS, columns_of_avro
 from cdcmirror.streams.spec import StreamSpec
@@ -162,6 +162,7 @@ def test_every_value_comes_back_as_written(
             assert value == expected, (n, name, value, expected)
     assert all(json.loads(got[n].inner) == {"x": 5} for n in range(40, 80))
     assert all(got[n].inner is None for n in range(40))
+    assert dead is not None
     reasons = {r.offset: r.error for r in dead.collect()}
     assert reasons == {80: f"Avro: {NOT_UTF8}", 81: f"Avro: {NOT_UTF8}"}, reasons
     assert stats.inserts == 80 and stats.dead_lettered == 2

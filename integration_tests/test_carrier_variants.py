@@ -1,7 +1,7 @@
 """One batch whose events carry one column in several encodings (issue 67, item 1): a
 timestamp's precision changed at the source (milliseconds, then microseconds), Kafka
 Connect's own time types (``time.precision.mode = connect``) and a wide decimal whose scale
-changed, all applied by the mirror's batch code (``spark/applier.py``) on a local Spark.
+changed, all applied by the mirror's batch code (``spark/cdc/batch.py``) on a local Spark.
 Each event is decoded with the carriers of its own row schema: every value is the source's,
 whichever schema the batch saw last. JSON with schemas, built here as Debezium's MariaDB
 connector writes it."""
@@ -18,7 +18,7 @@ import pytest
 from cdcmirror.mirror.carriers import DECIMAL_NAME
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
-from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
+from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_apply import _create
 from integration_tests.test_golden_events import KAFKA_SCHEMA

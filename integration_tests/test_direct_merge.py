@@ -1,12 +1,14 @@
 """A batch MERGEd without a classification (``mirror/direct_merge.py``) on real Iceberg
 tables: the high-water mark as the snapshots record it (``mirror/high_water.py``,
-``spark/snapshot_guard.py``), and the direct MERGE's rows and counts against the
+``spark/iceberg.py``), and the direct MERGE's rows and counts against the
 classified MERGE's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.direct_merge import (
     COUNTED_KEYS,
     Counts,
@@ -20,14 +22,17 @@ from cdcmirror.mirror.direct_merge import (
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
-from cdcmirror.spark.commits import with_commit_props
-from cdcmirror.spark.direct_apply import observed_keys
-from cdcmirror.spark.snapshot_guard import (
+from cdcmirror.spark.cdc.context import TableContext
+from cdcmirror.spark.cdc.direct import observed_keys
+from cdcmirror.spark.iceberg import (
     batch_commit_summary,
     merge_on_read,
     recorded_mark,
     scanned_mark,
+    with_commit_props,
 )
+from cdcmirror.spark.stats import TableStats
+from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_merge_sql_iceberg import TABLE
@@ -99,14 +104,21 @@ def _rows(spark: Any, target: str) -> list[tuple[Any, ...]]:
     return [(r[0], r[1], list(r[2])) for r in rows]
 
 
-def _direct(spark: Any, target: str, view: str, props: dict[str, str], bounds: Any = None) -> Any:
+def _direct(spark: Any, target: str, props: dict[str, str]) -> TableContext:
     """A direct batch into ``target`` whose commits carry ``props`` (the put-back too)."""
-    from cdcmirror.spark.direct_apply import DirectBatch
-
-    def commit(sql: str, data: bool = False) -> None:
-        with_commit_props(spark, props, lambda: spark.sql(sql))
-
-    return DirectBatch(spark, TABLE, target, view, bounds or {}, commit, props, commit)
+    table = replace(TABLE, identifier=target)
+    batch_id = int(props[BATCH_ID])
+    return TableContext(
+        spark,
+        table,
+        batch_id,
+        TableStats(target),
+        props,
+        soft=False,
+        fail_on_dead_letter=True,
+        tombstones=TombstoneTables("direct_it"),
+        raw=spark.range(0),
+    )
 
 
 def test_a_direct_merge_puts_back_what_a_foreign_commit_stored_newer(
@@ -115,8 +127,8 @@ def test_a_direct_merge_puts_back_what_a_foreign_commit_stored_newer(
     """The direct MERGE reads no stored position: a row another writer stored newer after
     the snapshot the batch read is overwritten, found after the MERGE and put back, so the
     rows are the classified MERGE's; counted from the MERGE's own commit."""
-    from cdcmirror.spark.direct_apply import dedupe_direct, merge_direct
-    from cdcmirror.spark.snapshot_guard import current_snapshot
+    from cdcmirror.spark.cdc.direct import dedupe_direct, merge_direct
+    from cdcmirror.spark.iceberg import current_snapshot
 
     spark = spark_world.spark
     direct, classified = "direct_it.direct", "direct_it.classified"
@@ -129,9 +141,9 @@ def test_a_direct_merge_puts_back_what_a_foreign_commit_stored_newer(
     for target in (direct, classified):  # another writer, after the batch read the table
         _store(spark, target, "(3L" + STORED.rsplit(", (3L", 1)[1])
     props = {QUERY_ID: "q", BATCH_ID: "1"}
-    d = _direct(spark, direct, "direct_it_f", props)
+    d = _direct(spark, direct, props)
     dedupe_direct(d, spark.sql(events))
-    summary = merge_direct(d, False, read, matched=True, inserts=True)
+    summary = merge_direct(d, read, {}, matched=True, inserts=True)
     spark.sql(classify_sql(TABLE, "direct_it_batch", classified, None, soft=False)).where(
         "_cdc_action IN ('insert', 'update', 'delete')"
     ).createOrReplaceTempView("direct_it_changes")
@@ -177,14 +189,14 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     """The deletes of a direct batch: the stored ones counted before the MERGE, every one
     entombed after it (a key never stored too), the counts the classification's."""
     from cdcmirror.mirror.merge_sql import tombstone_append_sql
-    from cdcmirror.spark.direct_apply import (
+    from cdcmirror.spark.cdc.direct import (
         dedupe_direct,
         entomb_direct,
         merge_direct,
         observed_keys,
         stored_deletes,
     )
-    from cdcmirror.spark.snapshot_guard import current_snapshot
+    from cdcmirror.spark.iceberg import current_snapshot
 
     spark = spark_world.spark
     spark.sql(DELETES).createOrReplaceTempView("direct_it_deletes")
@@ -199,15 +211,15 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
 
     batch = spark.table("direct_it_deletes")
     read = current_snapshot(spark, "direct_it.direct")
-    d = _direct(spark, "direct_it.direct", "direct_it_d", props)
+    d = _direct(spark, "direct_it.direct", props)
     seen = dedupe_direct(d, batch)
-    summary = merge_direct(d, False, read, matched=True, inserts=True)
+    summary = merge_direct(d, read, {}, matched=True, inserts=True)
     keys = observed_keys(seen)
     # key 7's first event is a delete, yet no row of it is stored: the keys' counts say 2
     # deletes of stored rows, the commit's positions 1; so they are counted on the snapshot
     assert keys == {"keys": 5, "deletes": 3, "updates": 1, "stored_deletes": 2, "unsure": 0}
     assert inferred_deletes(keys, summary) is None
-    deleted = stored_deletes(d, read)
+    deleted = stored_deletes(d, read, {})
     entombed = entomb_direct(d, "direct_it.direct_tomb", None)  # counted by its commit
     assert (deleted, entombed) == (1, 3)
     assert counted(summary, 7, deleted, entombed) == Counts(1, 1, 2, 1)
@@ -234,13 +246,13 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     """Without a key whose first event misleads, the keys' counts taken on the MERGE's own
     job agree with its commit and give the deletes of stored rows that the count against the
     stored rows gives; a snapshot read among the changes leaves them unknown."""
-    from cdcmirror.spark.direct_apply import (
+    from cdcmirror.spark.cdc.direct import (
         dedupe_direct,
         merge_direct,
         observed_keys,
         stored_deletes,
     )
-    from cdcmirror.spark.snapshot_guard import current_snapshot
+    from cdcmirror.spark.iceberg import current_snapshot
 
     spark = spark_world.spark
     target = "direct_it.told"
@@ -250,12 +262,12 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     props = {QUERY_ID: "q", BATCH_ID: "3"}
 
     read = current_snapshot(spark, target)
-    d = _direct(spark, target, "direct_it_t", props)
+    d = _direct(spark, target, props)
     seen = dedupe_direct(d, spark.table("direct_it_told"))
-    summary = merge_direct(d, False, read, matched=True, inserts=True)
+    summary = merge_direct(d, read, {}, matched=True, inserts=True)
     keys = observed_keys(seen)
     assert keys == {"keys": 4, "deletes": 2, "updates": 1, "stored_deletes": 1, "unsure": 0}
-    assert inferred_deletes(keys, summary) == stored_deletes(d, read) == 1
+    assert inferred_deletes(keys, summary) == stored_deletes(d, read, {}) == 1
     assert counted(summary, 6, 1, 2) == Counts(inserts=1, updates=1, duplicates=2, deletes=1)
     assert [r[0] for r in _rows(spark, target)] == [2, 3, 4]
 
@@ -266,9 +278,9 @@ def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
         "direct_it_read"
     )
     read = current_snapshot(spark, target)
-    d = _direct(spark, target, "direct_it_r", {**props, BATCH_ID: "4"})
+    d = _direct(spark, target, {**props, BATCH_ID: "4"})
     seen = dedupe_direct(d, spark.table("direct_it_read"))
-    summary = merge_direct(d, False, read, matched=True, inserts=True)
+    summary = merge_direct(d, read, {}, matched=True, inserts=True)
     keys = observed_keys(seen)
     assert keys is not None and keys["unsure"] == 1
     assert inferred_deletes(keys, summary) is None
@@ -281,8 +293,8 @@ def test_a_change_its_first_event_misled_is_written_by_the_other_branch(
     without a MATCHED one; an update of a key not stored, or a create of a stored key (an
     earlier event of it was dead-lettered, say), shows as a row too few in the commit, and
     the other branch writes it, guarded, so the rows are what both branches write."""
-    from cdcmirror.spark.direct_apply import complete_direct, dedupe_direct, merge_direct
-    from cdcmirror.spark.snapshot_guard import current_snapshot
+    from cdcmirror.spark.cdc.direct import complete_direct, dedupe_direct, merge_direct
+    from cdcmirror.spark.iceberg import current_snapshot
 
     spark = spark_world.spark
     target = "direct_it.misled"
@@ -310,14 +322,16 @@ def test_a_change_its_first_event_misled_is_written_by_the_other_branch(
         spark.sql(f"SELECT * FROM VALUES {values} AS s{columns}").createOrReplaceTempView(view)
         props = {QUERY_ID: "q", BATCH_ID: str(10 + batch)}
         read = current_snapshot(spark, target)
-        d = _direct(spark, target, view, props, {"id": (min(ops), max(ops))})  # as the job does
+        d = _direct(spark, target, props)
+        bounds = {"id": (min(ops), max(ops))}  # as the job does
         seen = dedupe_direct(d, spark.table(view))
-        matched, inserts = branches({"applied": len(ops), "creates": 2 if batch == 2 else 0})
-        summary = merge_direct(d, False, read, matched, inserts)
+        agg = BatchAggregate(applied=len(ops), creates=2 if batch == 2 else 0)
+        matched, inserts = branches(agg)
+        summary = merge_direct(d, read, bounds, matched, inserts)
         keys = trusted(observed_keys(seen), summary)
         assert int(summary.get("added-records", 0)) == len(ops) - 1, summary  # one left out
         assert missed(keys, summary, matched, inserts), (keys, summary)
-        done = summed(summary, complete_direct(d, False, matched))
+        done = summed(summary, complete_direct(d, bounds, matched))
         # a MERGE that wrote nothing proves nothing of its counts (round 3)
         assert (keys is None) == (batch == 3), keys
         assert keys is None or not missed(keys, done, matched, inserts)

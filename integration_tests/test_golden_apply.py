@@ -1,5 +1,5 @@
 """The recorded Debezium events (``fixtures/debezium/``) applied by the mirror's own batch
-code (``spark/applier.py``: decode, dedupe, classify, MERGE, tombstones, truncate) to an
+code (``spark/cdc/batch.py``: decode, dedupe, classify, MERGE, tombstones, truncate) to an
 Iceberg table on a local Spark: in one batch and one event per batch, then replayed. The
 table must hold what the source held after the recorded statements (the update's unchanged
 TOAST value kept from the snapshot, the deleted and re-keyed rows gone, the new key there),
@@ -22,7 +22,7 @@ from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
+from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_events import FIXTURES, kafka_records, mirror_table, text
 

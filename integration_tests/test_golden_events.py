@@ -15,7 +15,7 @@ import pytest
 
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
+from cdcmirror.spark.cdc.decode import decode_events, register_functions, with_utf8_check
 from integration_tests.conftest import SparkWorld
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "debezium"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cdcmirror.mirror.high_water import HIGH_WATER
-from cdcmirror.spark.snapshot_guard import scanned_mark
+from cdcmirror.spark.iceberg import scanned_mark
 from cdcmirror.sql_text import as_of
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.spark.maintenance import JobMaintenance, MaintainSettings, between_batches
+from cdcmirror.spark.maintenance.job import JobMaintenance, between_batches
+from cdcmirror.spark.maintenance.maintain import MaintainSettings
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld
 
@@ -75,7 +76,7 @@ def test_the_tombstone_tables_it_appended_to_are_maintained_and_pruned(
 ) -> None:
     """A tombstone table the job appended to since it last maintained it is maintained in
     the next batch that maintains, its tombstones older than the retention pruned first
-    (``spark/tombstone_prune.py``); one it did not append to is left alone."""
+    (``spark/maintenance/prune.py``); one it did not append to is left alone."""
     spark = spark_world.spark
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NS}")
     graves = [f"{NS}.items__deleted", f"{NS}.quiet__deleted"]

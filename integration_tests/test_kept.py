@@ -1,13 +1,13 @@
-"""``spark/kept.py`` with the batch aggregate (``mirror/batch_aggregate.py``) on a real Spark
-session: the aggregate observed by the job that keeps the rows equals the same aggregate run
-as a query of its own, and the kept rows are freed when let go."""
+"""``spark/cdc/decode.keep`` with the batch aggregate (``mirror/batch_aggregate.py``) on a
+real Spark session: the aggregate observed by the job that keeps the rows equals the same
+aggregate run as a query of its own, and the kept rows are freed when let go."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.mirror.batch_aggregate import aggregate_exprs, read_aggregate
-from cdcmirror.spark.kept import keep, let_go
+from cdcmirror.mirror.batch_aggregate import BatchAggregate, aggregate_exprs
+from cdcmirror.spark.cdc.decode import keep, let_go
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_merge_sql_iceberg import TABLE  # a MariaDB table keyed by id
 
@@ -41,14 +41,14 @@ def test_the_observed_aggregate_is_the_aggregate_and_the_rows_are_kept(
         ],
     ).repartition(3)
     exprs = aggregate_exprs(TABLE)
-    expected = read_aggregate(events.selectExpr(*exprs).first().asDict())
+    expected = BatchAggregate.of(events.selectExpr(*exprs).first().asDict())
     before = _persistent(spark)
     kept, values = keep(events, exprs)
-    got = read_aggregate(values)
+    got = BatchAggregate.of(values)
     assert got == expected
-    assert got["truncated_at"] == [1, 30, 5, 0] and got["truncated_ts"] == 4_000
-    assert (got["events"], got["bad"], got["truncates"], got["applied"]) == (6, 1, 2, 3)
-    assert (got["_cdc_lo_id"], got["_cdc_hi_id"]) == (3, 99)
+    assert got.truncated_at == [1, 30, 5, 0] and got.truncated_ts == 4_000
+    assert (got.events, got.bad, got.truncates, got.applied) == (6, 1, 2, 3)
+    assert (got.bounds["_cdc_lo_id"], got.bounds["_cdc_hi_id"]) == (3, 99)
     assert sorted(map(str, kept.collect())) == sorted(map(str, events.collect()))
     assert _persistent(spark) == before + 1
     let_go(kept)
@@ -61,7 +61,7 @@ def test_an_empty_batch_aggregates_to_zero_counts(spark_world: SparkWorld) -> No
         spark, ["(1L, 'a', 'c', array(1L, 1L, 0L, 0L), timestamp_micros(1L), NULL)"]
     ).where("id < 0")
     kept, values = keep(events, aggregate_exprs(TABLE))
-    got = read_aggregate(values)
-    assert got["events"] == 0 and got["truncated_at"] is None and got["newest_us"] is None
+    got = BatchAggregate.of(values)
+    assert got.events == 0 and got.truncated_at is None and got.newest_us is None
     assert kept.count() == 0
     let_go(kept)

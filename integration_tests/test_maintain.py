@@ -63,7 +63,7 @@ def test_maintain_cuts_files_tenfold_and_keeps_rows(
     assert me.table_rows(spark, identifier) == rows
 
 
-# the job's own line after maintaining a table between batches (spark/maintenance.py)
+# the job's own line after maintaining a table between batches (spark/maintenance/maintain.py)
 MAINTAINED = re.compile(r"maintained \S+: (\d+) -> (\d+) data files, (\d+) -> (\d+) delete files")
 
 

@@ -374,7 +374,7 @@ def _classified_then(
     """The batch of ``rows`` as the view ``merge_it_batch``, both ``tables`` made; then
     ``between`` on both, and the guarded MERGE into the second (the reference). The snapshot
     of the first that the batch's classification would have read."""
-    from cdcmirror.spark.snapshot_guard import current_snapshot
+    from cdcmirror.spark.iceberg import current_snapshot
 
     spark.sql(CHANGES.format(rows=rows)).createOrReplaceTempView("merge_it_batch")
     for t in tables:
@@ -389,13 +389,13 @@ def _classified_then(
 
 @pytest.mark.parametrize("between", ["nothing", "rewrite", "foreign"])
 def test_the_unguarded_merge_ends_as_the_guarded_one(spark_world: SparkWorld, between: str) -> None:
-    """``snapshot_guard.py``: the batch classified on snapshot ``read``, then (``between``)
-    nothing, a rewrite of every file, or a foreign commit of newer rows of three of its keys,
-    then its MERGE without the guard. The rows end as the guarded MERGE leaves them on a
-    copy that saw the same commits; only the foreign commit is found and put back."""
+    """The snapshot guard (``spark/cdc/context.put_back``): the batch classified on snapshot
+    ``read``, then (``between``) nothing, a rewrite of every file, or a foreign commit of
+    newer rows of three of its keys, then its MERGE without the guard. The rows end as the
+    guarded MERGE leaves them on a copy that saw the same commits; only the foreign commit
+    is found and put back."""
     from cdcmirror.mirror.merge_sql import restore_sql
-    from cdcmirror.spark.commits import with_commit_props
-    from cdcmirror.spark.snapshot_guard import foreign_parent
+    from cdcmirror.spark.iceberg import foreign_parent, with_commit_props
 
     spark = spark_world.spark
     target, reference = "merge_it.unguarded", "merge_it.guarded"
@@ -434,8 +434,7 @@ def test_an_insert_only_merge_ends_as_the_guarded_one(
     join and an append). With nothing or a rewrite since the classification it inserts the
     rows; a foreign commit that stored two of its keys (one newer, one older than the batch)
     is found, and the guarded MERGE after it leaves the rows the guarded MERGE alone leaves."""
-    from cdcmirror.spark.commits import with_commit_props
-    from cdcmirror.spark.snapshot_guard import foreign_parent
+    from cdcmirror.spark.iceberg import foreign_parent, with_commit_props
 
     spark = spark_world.spark
     target, reference = "merge_it.inserts_only", "merge_it.inserts_guarded"

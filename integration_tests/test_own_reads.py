@@ -1,4 +1,4 @@
-"""Batches of several CDC tables without the first look (``spark/own_reads.py``): each
+"""Batches of several CDC tables without the first look (``spark/cdc/records.py``): each
 table reads its own topic's ranges of the batch from Kafka, once while its row schemas are
 ones the job applied (or, in a job's first batch, those of its first records), after a
 first look of its own when a new one turns up; the tables end equal to the source row by
@@ -114,7 +114,7 @@ def test_a_first_batch_is_read_in_the_schemas_of_its_first_records(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The job's first batch, in row schemas it has not applied, is read once in those of
-    each table's first records (``own_reads.guess_schemas``); b's holds a second one (a
+    each table's first records (``cdc/records.guess``); b's holds a second one (a
     column added before the job ran) and takes a first look. The next batch of both is
     read once in the schemas the first one taught the job."""
     schema, config, workloads = two_tables

@@ -21,7 +21,7 @@ from cdcmirror.mirror.schema_parts import (
     payload_text_sql,
     utf8_sql,
 )
-from cdcmirror.spark.decode import decode_events, register_functions, with_utf8_check
+from cdcmirror.spark.cdc.decode import decode_events, register_functions, with_utf8_check
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_events import FIXTURES, kafka_records, mirror_table
 

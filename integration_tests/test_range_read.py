@@ -1,4 +1,4 @@
-"""A batch's own read of Kafka offset ranges (``spark/range_read.py``) against a real broker
+"""A batch's own read of Kafka offset ranges (``spark/kafka.py``) against a real broker
 and Spark: split into tasks of at most ``events_per_task`` offsets, every committed record
 read exactly once across the splits (transaction markers included in the ranges).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.spark.range_read import read_ranges
+from cdcmirror.spark.kafka import read_ranges
 from cdcmirror.stack.control import Stack
 from integration_tests import services
 from integration_tests.conftest import SparkWorld

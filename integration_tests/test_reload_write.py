@@ -1,14 +1,19 @@
-"""The re-load's write (``spark/initial_load.write_loaded``) executed by Spark on an Iceberg
+"""The re-load's write (``spark/load/initial_load.write_loaded``) executed by Spark on an Iceberg
 table that has rows already: what ``repair --method reload`` leaves in the table."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cdcmirror.load.columns import LoadColumn
 from cdcmirror.load.plan import TableLoad
 from cdcmirror.mirror.high_water import loaded
-from cdcmirror.spark.initial_load import write_loaded
-from cdcmirror.spark.snapshot_guard import recorded_mark, scanned_mark
+from cdcmirror.spark.iceberg import recorded_mark, scanned_mark
+from cdcmirror.spark.load.initial_load import write_loaded
 from integration_tests.conftest import SparkWorld
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 TARGET = "reload_it.items"
 LOAD = TableLoad(
@@ -27,10 +32,10 @@ LOADED = "({id}L, '{name}', 'r', array(0L, 2L, 99L, 0L, -1L, -1L), current_times
 MARK = loaded([0, 2, 99, 0, -1, -1], 4)  # the source part of LOADED's position (MySQL)
 
 
-def _table_with_rows(spark: object) -> None:
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS reload_it")  # type: ignore[attr-defined]
-    spark.sql(f"DROP TABLE IF EXISTS {TARGET}")  # type: ignore[attr-defined]
-    spark.sql(  # type: ignore[attr-defined]
+def _table_with_rows(spark: SparkSession) -> None:
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS reload_it")
+    spark.sql(f"DROP TABLE IF EXISTS {TARGET}")
+    spark.sql(
         f"CREATE TABLE {TARGET} (id BIGINT, name STRING, dropped STRING, _cdc_op STRING, "
         "_cdc_position ARRAY<BIGINT>, _cdc_source_ts TIMESTAMP, _cdc_deleted BOOLEAN) "
         "USING iceberg TBLPROPERTIES ('format-version'='2')"
@@ -41,21 +46,21 @@ def _table_with_rows(spark: object) -> None:
         ROW.format(id=3, name="'c'", op="d", deleted="true"),
     ]
     values = ", ".join(f"({r})" for r in rows)
-    spark.sql(  # type: ignore[attr-defined]
+    spark.sql(
         f"INSERT INTO {TARGET} BY NAME SELECT id, name, 'kept' AS dropped, _cdc_op, "
         f"_cdc_position, _cdc_source_ts, _cdc_deleted FROM VALUES {values} "
         "AS s(id, name, _cdc_op, _cdc_position, _cdc_source_ts, _cdc_deleted)"
     )
 
 
-def _rows(spark: object) -> list[tuple[object, ...]]:
-    got = spark.sql(  # type: ignore[attr-defined]
+def _rows(spark: SparkSession) -> list[tuple[object, ...]]:
+    got = spark.sql(
         f"SELECT id, name, dropped, _cdc_op, _cdc_deleted FROM {TARGET} ORDER BY id"
     ).collect()
     return [tuple(r) for r in got]
 
 
-def _read(spark: object) -> object:
+def _read(spark: SparkSession) -> DataFrame:
     rows = ", ".join(
         [
             LOADED.format(id=1, name="a2", e="NULL"),
@@ -63,7 +68,7 @@ def _read(spark: object) -> object:
             LOADED.format(id=5, name="bad", e="'name: not text'"),
         ]
     )
-    return spark.sql(READ.format(rows=rows))  # type: ignore[attr-defined]
+    return spark.sql(READ.format(rows=rows))
 
 
 def test_a_soft_reload_keeps_the_rows_only_the_mirror_has_as_deleted(

@@ -1,5 +1,5 @@
 """The mirror job's bound on a table's snapshots (``mirror/history_cap.py``,
-``spark/snapshot_expiry.py``) on a real Iceberg table: the oldest expired down to the cap
+``spark/maintenance/expiry.py``) on a real Iceberg table: the oldest expired down to the cap
 once past it and its slack, the rows, the high-water mark and the resume offsets the newest
 commits record all kept."""
 
@@ -13,9 +13,8 @@ import pytest
 
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID, START_OFFSETS, recorded_starts
-from cdcmirror.spark.commits import with_commit_props
-from cdcmirror.spark.snapshot_expiry import cap_snapshots, cap_table, snapshot_count
-from cdcmirror.spark.snapshot_guard import recorded_mark
+from cdcmirror.spark.iceberg import recorded_mark, with_commit_props
+from cdcmirror.spark.maintenance.expiry import cap_snapshots, cap_table, snapshot_count
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_direct_merge import _table
 

@@ -1,4 +1,4 @@
-"""A batch the applier runs again in the job (an executor lost, ``spark/executor_loss.py``)
+"""A batch the applier runs again in the job (an executor lost, ``spark/batches.py``)
 after an event stream's append committed: the second run appends nothing twice (issue 67,
 item 3). Local Spark and the embedded catalog; the Kafka records are made in the test."""
 
@@ -18,8 +18,8 @@ from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.commands.streams import StreamAccess
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
-from cdcmirror.spark.stream_apply import StreamBatch, StreamTable
+from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
+from cdcmirror.spark.streams.apply import StreamBatch, StreamTable
 from cdcmirror.streams.spec import StreamSpec
 from integration_tests.conftest import SparkWorld
 from integration_tests.test_golden_events import KAFKA_SCHEMA

@@ -64,7 +64,7 @@ def run_chain(
     """The walk's result per key, classified against the stored rows as the applier does:
     (value, still a placeholder, unknown). ``stored``: key -> value, or (value, offset of
     the event that wrote it); a stored row without an offset was written before the batch."""
-    from cdcmirror.spark.key_chains import fill_key_chains
+    from cdcmirror.spark.cdc.classified import fill_key_chains
 
     spark.createDataFrame(events, EVENT_COLUMNS).createOrReplaceTempView("ev")
     rows = [(k, *(v if isinstance(v, tuple) else (v, BEFORE_BATCH))) for k, v in stored.items()]
@@ -75,9 +75,9 @@ def run_chain(
         "_cdc_deleted BOOLEAN",
     ).createOrReplaceTempView("stored")
     deduped = spark.sql(dedupe_sql(TABLE, "ev"))
-    fill_key_chains(spark, TABLE, deduped, "ev", "stored", "v", soft, {}).createOrReplaceTempView(
-        "filled"
-    )
+    fill_key_chains(
+        spark, TABLE, deduped, events="ev", target="stored", view="v", soft=soft, bounds={}
+    ).createOrReplaceTempView("filled")
     classified = spark.sql(classify_sql(TABLE, "filled", "stored", None, soft))
     out = classified.selectExpr("id", "note", "`_cdc_t_note`", f"{unknown_sql(TABLE)} AS u")
     return {r.id: (r.note, r._cdc_t_note, r.u) for r in out.collect()}

@@ -1,4 +1,4 @@
-"""Tombstones pruned by age (``mirror/tombstone_pruning.py``, ``spark/tombstone_prune.py``):
+"""Tombstones pruned by age (``mirror/tombstone_pruning.py``, ``spark/maintenance/prune.py``):
 on real Iceberg tables, the pruning raises the mark and removes what it covers, and the
 classification marks a change at or below it whose key is neither stored nor entombed
 ``pruned`` (never an insert); on a live mirror, `cdcmirror maintain` prunes aged tombstones
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,13 +17,14 @@ import pytest
 from confluent_kafka import Producer
 
 from cdcmirror.commands.job_tables import internal_namespace
+from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.direct_merge import goes_direct
 from cdcmirror.mirror.merge_sql import classify_sql
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.tombstone_pruning import PRUNED_BELOW
-from cdcmirror.spark.direct_apply import batch_mark
-from cdcmirror.spark.snapshot_guard import current_snapshot
-from cdcmirror.spark.tombstone_prune import prune_tombstones
+from cdcmirror.spark.cdc.direct import batch_mark
+from cdcmirror.spark.iceberg import current_snapshot
+from cdcmirror.spark.maintenance.prune import prune_tombstones
 from cdcmirror.spark.tombstones import entombed
 from cdcmirror.stack.control import Stack
 from integration_tests import mirror_scenarios as sc
@@ -102,10 +104,11 @@ def test_pruning_raises_the_mark_and_older_changes_of_unknown_keys_are_not_inser
     assert emptied == {**after, 4: "pruned", 7: "pruned"}
     # the table's high-water mark, scanned from its rows (its commits record none), is
     # raised to the pruned mark: a batch at 20 is not newer than every tombstone there was
-    agg = {"applied": 1, "deletes": 0, "placeholders": 0, "truncated_at": None}
+    agg = BatchAggregate(applied=1)
     read = current_snapshot(spark, target)
     assert batch_mark(spark, TABLE, target, tombstones, read, agg, False) == [1, 1, 40, 0]
-    assert not goes_direct({**agg, "oldest_position": [1, 1, 20, 0]}, False, [1, 1, 40, 0])
+    late = replace(agg, oldest_position=[1, 1, 20, 0])
+    assert not goes_direct(late, False, [1, 1, 40, 0])
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""An empty tombstone table is not joined by the classification (``spark/table_apply.py``,
+"""An empty tombstone table is not joined by the classification (``spark/cdc/table.py``,
 ``tombstones.entombed``): on real Iceberg tables, the classification without it equals
 the one that joins it while it is empty, and once it holds a tombstone it is joined again
 (without it, an older change of a deleted key would be inserted)."""

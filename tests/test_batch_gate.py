@@ -1,4 +1,4 @@
-"""The stop gate between batches (``spark/batch_gate.py``)."""
+"""The stop gate between batches (``spark/batches.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
+from cdcmirror.spark.batches import NOT_STARTED, BatchGate
 
 
 def test_close_waits_for_the_running_batch_and_no_batch_starts_after() -> None:
@@ -43,7 +43,7 @@ def test_a_failed_batch_is_kept_for_the_report_of_a_jvm_that_went_with_it() -> N
     """In local mode an OutOfMemoryError ends the JVM, and with it Spark's report of the
     query's failure: the job then reports what the gate kept (``stream.jvm_gone``)."""
     from cdcmirror.exceptions import ConfigError
-    from cdcmirror.spark.stream import MEMORY_REMEDY, jvm_gone
+    from cdcmirror.spark.query import MEMORY_REMEDY, jvm_gone
 
     gate = BatchGate()
     with gate.batch():

@@ -1,11 +1,11 @@
 """A micro-batch's offset ranges from the checkpoint's offset log (mirror/checkpoint.py), as
-the single-pass path of a batch of event streams reads them (spark/single_pass.py)."""
+the single-pass path of a batch of event streams reads them (spark/cdc/plan.py)."""
 
 from __future__ import annotations
 
 from cdcmirror.mirror.checkpoint import advanced, batch_ranges
 from cdcmirror.mirror.resume import EARLIEST
-from cdcmirror.spark.batch_summary import summary_of_ranges
+from cdcmirror.spark.cdc.plan import of_ranges
 
 
 class Logs:
@@ -42,7 +42,7 @@ def test_a_batch_the_log_does_not_hold_is_not_known() -> None:
 
 
 def test_the_summary_of_planned_ranges_names_the_offset_before_each_end() -> None:
-    summary = summary_of_ranges({"t": {0: (10, 25), 2: (EARLIEST, 7)}})["t"]
-    assert summary["offsets"] == {0: 24, 2: 6}
-    assert summary["starts"] == {0: 10, 2: EARLIEST}
-    assert summary["events"] == 15 + 7
+    summary = of_ranges({"t": {0: (10, 25), 2: (EARLIEST, 7)}})["t"]
+    assert summary.offsets == {0: 24, 2: 6}
+    assert summary.starts == {0: 10, 2: EARLIEST}
+    assert summary.events == 15 + 7

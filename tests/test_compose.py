@@ -54,7 +54,7 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_job_serves() -> None:
     from prometheus_client import generate_latest
 
     from cdcmirror.metrics import MirrorMetrics
-    from cdcmirror.spark.batch_stats import TableStats
+    from cdcmirror.spark.stats import TableStats
 
     metrics = MirrorMetrics()
     stats = TableStats("db.t", events=1, inserts=1, table_seconds=1.0)

@@ -191,7 +191,7 @@ def test_keys_are_broadcast_only_by_a_batch_small_beside_a_large_table() -> None
 
 
 def test_the_unguarded_merge_reads_no_stored_position() -> None:
-    """``guarded`` False (``spark/snapshot_guard.py``): no clause reads ``t._cdc_position``;
+    """``guarded`` False (``spark/iceberg.py``): no clause reads ``t._cdc_position``;
     the restore after a foreign commit compares it, over the snapshot the MERGE was made on."""
     assert "t._cdc_position" in merge_sql(table(), "t", "c", soft=False)
     assert "t._cdc_position" not in merge_sql(table(), "t", "c", soft=False, guarded=False)

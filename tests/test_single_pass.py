@@ -1,21 +1,20 @@
-"""Which batches of CDC tables skip the first look (``spark/single_pass.py``): only CDC
-tables' topics moved, each table reads its own records (``spark/own_reads.py``), once when
-in row schemas the job applied to the table as it is."""
+"""Which batches of CDC tables skip the first look (``spark/cdc/plan.planned``): only CDC
+tables' topics moved, each table reads its own records, once when in row schemas the job
+applied to the table as it is (else in those of its first records)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, CheckpointFiles, remembered_schemas
 from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.known_schemas import MAX_KNOWN, KnownSchemas
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
-from cdcmirror.spark.own_reads import with_records
-from cdcmirror.spark.range_read import range_offsets
-from cdcmirror.spark.single_pass import OwnPlan, own_plan
-from cdcmirror.spark.stream_apply import StreamTable
+from cdcmirror.spark.cdc.plan import BatchPlan, ReadMode, TopicBatch
+from cdcmirror.spark.cdc.plan import planned as own_plan
+from cdcmirror.spark.kafka import range_offsets
+from cdcmirror.spark.streams.apply import StreamTable
 from cdcmirror.streams.spec import StreamSpec
 
 COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string"))
@@ -38,20 +37,20 @@ def known_items(*schemas: str) -> KnownSchemas:
     return known
 
 
-def tables_of(plan: OwnPlan | None) -> list[tuple[MirrorTable, dict[str, Any]]]:
-    assert plan is not None
-    return plan[0]
+def tables_of(plan: BatchPlan | None) -> list[tuple[MirrorTable, TopicBatch]]:
+    assert plan is not None and plan.own_reads
+    return list(plan.tables)
 
 
 def test_a_batch_of_one_table_in_known_schemas_is_read_once() -> None:
     ranges = {TABLE.topic: {0: (10, 70), 1: (5, 5)}, OTHER.topic: {0: (3, 3)}}
     found = tables_of(own_plan(TABLES, {}, planned(ranges).get, 7, known_items("s1", "s2")))
     assert len(found) == 1
-    table, parts = found[0]
+    table, batch = found[0]
     assert table == TABLE
-    assert parts["read_once"] and parts["schemas"] == {"s1", "s2"}
-    assert parts["offsets"] == {0: 69} and parts["starts"] == {0: 10}
-    assert parts["ranges"] == {TABLE.topic: {0: (10, 70)}}  # the partition that moved
+    assert batch.mode is ReadMode.KNOWN and batch.schemas == {"s1", "s2"}
+    assert batch.offsets == {0: 69} and batch.starts == {0: 10}
+    assert batch.ranges == {TABLE.topic: {0: (10, 70)}}  # the partition that moved
 
 
 def test_each_table_and_stream_of_a_batch_reads_its_own_ranges() -> None:
@@ -62,45 +61,22 @@ def test_each_table_and_stream_of_a_batch_reads_its_own_ranges() -> None:
         "clicks.us": {0: (1, 2)},
     }
     plan = own_plan(TABLES, STREAMS, planned(ranges).get, 7, known_items("s1"))
-    assert plan is not None
-    by_table = dict(plan[0])
-    assert by_table[TABLE]["read_once"]
-    assert by_table[TABLE]["ranges"] == {TABLE.topic: ranges[TABLE.topic]}
-    other = by_table[OTHER]  # no schema of it known: a first look of its own
-    assert "read_once" not in other and other["schemas"] == set()
-    assert other["ranges"] == {OTHER.topic: ranges[OTHER.topic]} and other["events"] == 3
-    [(stream, parts, own)] = plan[1]
-    assert stream == CLICKS and set(parts) == {"clicks.eu", "clicks.us"}
-    assert own == {t: ranges[t] for t in ("clicks.eu", "clicks.us")}
-    reads: list[tuple[str, object]] = []
-    readers = with_records(plan, "the batch", lambda spark, r: reads.append((spark, r)), "session")
-    assert readers is not None
-    for _, table_parts in readers[0]:
-        assert "ranges" not in table_parts
-        table_parts["records"]()
-    for _stream, _parts, read in readers[1]:
-        read()
-    expected = [
-        ("session", {TABLE.topic: ranges[TABLE.topic]}),
-        ("session", {OTHER.topic: ranges[OTHER.topic]}),
-        ("session", own),
-    ]
-    assert sorted(reads, key=str) == sorted(expected, key=str)
-    plan = own_plan(TABLES, STREAMS, planned(ranges).get, 7, None)
-    assert plan is not None and with_records(plan, "the batch", None, "session") is None
+    assert plan is not None and plan.own_reads
+    by_table = dict(plan.tables)
+    assert by_table[TABLE].mode is ReadMode.KNOWN
+    assert by_table[TABLE].ranges == {TABLE.topic: ranges[TABLE.topic]}
+    other = by_table[OTHER]  # no schema of it known: read in those of its first records
+    assert other.mode is ReadMode.GUESSED and other.schemas == frozenset()
+    assert other.ranges == {OTHER.topic: ranges[OTHER.topic]} and other.events == 3
+    [stream] = plan.streams
+    assert stream.table == CLICKS and set(stream.topics) == {"clicks.eu", "clicks.us"}
+    assert stream.ranges == {t: ranges[t] for t in ("clicks.eu", "clicks.us")}
 
 
-def test_one_table_or_stream_reads_the_batch_itself() -> None:
-    only = {TABLE.topic: {0: (10, 70)}}
-    plan = own_plan(TABLES, {}, planned(only).get, 7, None)  # no schema known: a first look
-    assert plan is not None and "read_once" not in plan[0][0][1]
-    readers = with_records(plan, "the batch", lambda spark, r: "a read of its ranges", "session")
-    assert readers is not None and readers[0][0][1]["records"]() == "the batch"
+def test_a_stream_alone_reads_the_batch() -> None:
     clicks = {"clicks.eu": {0: (0, 5)}}
     plan = own_plan(TABLES, STREAMS, planned(clicks).get, 7, None)
-    assert plan is not None and not plan[0]
-    readers = with_records(plan, "the batch", None, "session")
-    assert readers is not None and readers[1][0][2]() == "the batch"
+    assert plan is not None and not plan.tables and len(plan.streams) == 1
 
 
 def test_batches_of_unknown_ranges_or_other_topics_take_the_first_look() -> None:
@@ -126,7 +102,7 @@ def test_schemas_are_known_for_the_columns_the_table_had_when_it_took_them() -> 
     only = {OTHER.topic: {0: (10, 70)}}
     known = known_items("s1")
     found = tables_of(own_plan(TABLES, {}, planned(only).get, 7, known))
-    assert "read_once" not in found[0][1]  # nothing known of OTHER
+    assert found[0][1].mode is ReadMode.GUESSED  # nothing known of OTHER
     assert known.of(TABLE) == frozenset({"s1"})
     known.learn(TABLE, {"s2"}, True)
     assert known.of(TABLE) == frozenset({"s1", "s2"})

@@ -214,7 +214,7 @@ def load_all(
     position: list[int],
     source_ts_us: int,
 ) -> None:
-    from cdcmirror.spark.initial_load import (
+    from cdcmirror.spark.load.initial_load import (
         JdbcSource,
         ProgressWatch,
         read_converted,

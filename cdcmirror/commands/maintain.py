@@ -1,5 +1,5 @@
 """``cdcmirror maintain``: which tables, with which settings; the work is in
-``spark/maintenance.py``."""
+``spark/maintenance/maintain.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from cdcmirror.config import Config
 from cdcmirror.mirror.positions import source_length
-from cdcmirror.spark.maintenance import MaintainSettings, TableMaintenance
+from cdcmirror.spark.maintenance.maintain import MaintainSettings, TableMaintenance
 
 
 def settings_of(config: Config) -> MaintainSettings:
@@ -49,7 +49,7 @@ def maintain(
 ) -> list[TableMaintenance]:
     from cdcmirror.catalog import load_catalog
     from cdcmirror.commands.job_tables import internal_namespace
-    from cdcmirror.spark.maintenance import maintain_table
+    from cdcmirror.spark.maintenance.maintain import maintain_table
     from cdcmirror.spark.session import build_spark_session
     from cdcmirror.spark.tombstones import is_tombstone_table
 

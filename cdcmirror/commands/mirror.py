@@ -87,8 +87,8 @@ def build_applier(
     from cdcmirror.commands.maintain import settings_of
     from cdcmirror.connector_health import connector_problem
     from cdcmirror.mirror.registry import SchemaRegistry
-    from cdcmirror.spark.applier import Applier, ApplierOptions, CatalogHooks
-    from cdcmirror.spark.maintenance import JobMaintenance
+    from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
+    from cdcmirror.spark.maintenance.job import JobMaintenance
 
     access = CatalogAccess(config, catalog)
     connector = connector_name(config.source.name)
@@ -132,7 +132,7 @@ def build_applier(
 
 def ranges_reader(config: Config) -> Callable[[Any, Any], Any]:
     """How the job reads a batch's records of given Kafka offset ranges."""
-    from cdcmirror.spark.range_read import read_ranges
+    from cdcmirror.spark.kafka import read_ranges
 
     kafka, per_task = spark_options(config), config.mirror.events_per_task
     group = f"cdcmirror-{config.source.name}-ranges"
@@ -143,8 +143,8 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     from cdcmirror.catalog import load_catalog
     from cdcmirror.catalog.leases import acquire, my_lease, release
     from cdcmirror.commands.streams import job_streams
+    from cdcmirror.spark.query import run_until_stopped, start_query
     from cdcmirror.spark.session import build_spark_session
-    from cdcmirror.spark.stream import run_until_stopped, start_query
 
     require_login(config)  # a refused login stops here, not in Spark's endless retries
     catalog = load_catalog(config)

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from cdcmirror.config import Config
+from cdcmirror.spark.rows import first_value
 from cdcmirror.sql_text import sql_string
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def replay_dead_letters(config: Config, table_name: str) -> ReplayResult:
     applier.query_id = run_id
     dead = spark_name(applier.dead_letter_table)
     spark.sql(f"REFRESH TABLE {dead}")
-    started = spark.sql("SELECT CAST(current_timestamp() AS STRING) AS t").first().t
+    started = first_value(spark.sql("SELECT CAST(current_timestamp() AS STRING)"))
     mine = f"table_name = {sql_string(table.identifier)}"
     before = f"{mine} AND dead_lettered_at <= TIMESTAMP '{started}'"
     events = spark.sql(
@@ -61,4 +62,4 @@ def replay_dead_letters(config: Config, table_name: str) -> ReplayResult:
     # failed again: updated by this run (a later time, this run's id); applied: the rest
     failing = spark.sql(f"SELECT count(*) FROM {dead} WHERE {mine} AND query_id = '{run_id}'")
     spark.sql(f"DELETE FROM {dead} WHERE {before} AND query_id <> '{run_id}'")
-    return ReplayResult(table.identifier, count, int(failing.first()[0]))
+    return ReplayResult(table.identifier, count, int(first_value(failing)))

@@ -19,7 +19,7 @@ def reconcile_streams(
     from cdcmirror.commands.job_tables import internal_namespace
     from cdcmirror.commands.streams import job_streams, stream_topics
     from cdcmirror.spark.session import build_spark_session
-    from cdcmirror.spark.stream_reconcile import compare_stream
+    from cdcmirror.spark.streams.reconcile import compare_stream
     from cdcmirror.stack.health import committed_end_offsets
 
     streams = job_streams(config, load_catalog(config), only)

@@ -16,7 +16,7 @@ from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.masking import mask_url_password
-from cdcmirror.spark.stream_apply import StreamTable
+from cdcmirror.spark.streams.apply import StreamTable
 from cdcmirror.streams.schema import (
     KAFKA_NAMES,
     columns_of_avro,

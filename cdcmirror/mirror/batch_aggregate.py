@@ -2,13 +2,14 @@
 commit-time bounds, the batch's newest TRUNCATE and the key bounds (``key_range.py``).
 
 Pure SQL text: the aggregate is observed by the job that keeps the decoded events
-(``spark/kept.py``), so no Spark job of its own reads them.
+(``spark/cdc/decode.py``), so no Spark job of its own reads them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cdcmirror.mirror.evolution import NEW_SCHEMA
@@ -54,19 +55,50 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
     ]
 
 
-def read_aggregate(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The aggregate's values as the applier reads them: the TRUNCATE's position and the
-    source parts of the oldest and newest change lists.
+@dataclass(frozen=True)
+class BatchAggregate:
+    """The aggregate's values (``aggregate_exprs``), as the applier reads them."""
 
-    >>> read_aggregate({"events": 3, "truncated_at": "[1,2,30,0]"})["truncated_at"]
-    [1, 2, 30, 0]
-    >>> read_aggregate({"events": 3, "truncated_at": None})["truncated_at"] is None
-    True
-    >>> read_aggregate({"oldest_position": "[1,5,6]"})["oldest_position"]
-    [1, 5, 6]
-    """
-    out = dict(values)
-    for name in _POSITIONS:
-        text = values.get(name)
-        out[name] = None if text is None else json.loads(text)
-    return out
+    events: int = 0
+    new_schemas: int = 0  # events of a row schema the job has not applied (a batch read once)
+    bad: int = 0  # events with a decode error (dead letters)
+    newest_us: int | None = None  # the source commit times of the applicable events
+    median_us: int | None = None
+    oldest_us: int | None = None
+    truncated_at: list[int] | None = None  # the batch's newest TRUNCATE
+    truncated_ts: int | None = None  # its commit time, epoch microseconds
+    behind_truncate: int = 0  # events of a restarted source history, by the truncate mark
+    truncates: int = 0
+    applied: int = 0  # events that change rows
+    key_change_fills: int = 0  # key-change creates with unchanged TOAST placeholders
+    deletes: int = 0
+    creates: int = 0  # creates and snapshot reads
+    placeholders: int = 0  # changes with an unchanged TOAST placeholder
+    oldest_position: list[int] | None = None  # the source parts of the oldest change ...
+    newest_position: list[int] | None = None  # ... and of the newest
+    bounds: Mapping[str, object] = field(default_factory=dict)  # ``key_range.bounds_exprs``
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> BatchAggregate:
+        """The aggregate from its values by name (positions come as JSON text).
+
+        >>> BatchAggregate.of({"events": 3, "truncated_at": "[1,2,30,0]"}).truncated_at
+        [1, 2, 30, 0]
+        >>> BatchAggregate.of({"events": 3, "truncated_at": None}).truncated_at is None
+        True
+        >>> BatchAggregate.of({"_cdc_lo_id": 3}).bounds
+        {'_cdc_lo_id': 3}
+        """
+        names = {f.name for f in fields(cls)} - {"bounds"}
+        known: dict[str, Any] = {k: v for k, v in values.items() if k in names}
+        for name in _POSITIONS:
+            text = known.get(name)
+            known[name] = None if text is None else [int(x) for x in json.loads(text)]
+        for name, value in list(known.items()):
+            if name not in _POSITIONS and value is None and name not in _MAYBE_NONE:
+                known[name] = 0
+        bounds = {k: v for k, v in values.items() if k not in names}
+        return cls(**known, bounds=bounds)
+
+
+_MAYBE_NONE = ("newest_us", "median_us", "oldest_us", "truncated_ts")

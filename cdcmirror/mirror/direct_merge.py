@@ -49,9 +49,10 @@ prove nothing (:func:`trusted`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from cdcmirror.cdc_columns import FIRST_OP
+from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.high_water import Mark, is_fresh
 from cdcmirror.mirror.key_range import Bounds, range_sql
@@ -60,51 +61,53 @@ from cdcmirror.mirror.positions import newer, source_length
 from cdcmirror.mirror.spec import MirrorTable
 
 
-def could_go_direct(agg: Mapping[str, Any], soft: bool) -> bool:
+def could_go_direct(agg: BatchAggregate, soft: bool) -> bool:
     """Whether a batch (its aggregate, ``batch_aggregate.py``) goes without a classification
     if it is newer than the table's mark: some change, no placeholder, no TRUNCATE, no delete
     with ``soft`` deletes.
 
-    >>> agg = {"applied": 100, "deletes": 1, "placeholders": 0, "truncated_at": None}
+    >>> from dataclasses import replace
+    >>> agg = BatchAggregate(applied=100, deletes=1)
     >>> could_go_direct(agg, False), could_go_direct(agg, True)
     (True, False)
-    >>> could_go_direct({**agg, "deletes": 0}, True), could_go_direct({**agg, "applied": 0}, False)
-    (True, False)
-    >>> could_go_direct({**agg, "placeholders": 2}, False)
+    >>> could_go_direct(replace(agg, deletes=0), True)
+    True
+    >>> could_go_direct(replace(agg, applied=0), False)
+    False
+    >>> could_go_direct(replace(agg, placeholders=2), False)
     False
     """
     return (
-        agg["applied"] > 0
-        and not (soft and agg["deletes"])
-        and not agg["placeholders"]
-        and agg["truncated_at"] is None
+        agg.applied > 0
+        and not (soft and agg.deletes)
+        and not agg.placeholders
+        and agg.truncated_at is None
     )
 
 
-def goes_direct(agg: Mapping[str, Any], soft: bool, mark: Mark) -> bool:
+def goes_direct(agg: BatchAggregate, soft: bool, mark: Mark) -> bool:
     """``could_go_direct``, and the batch's oldest change is newer than ``mark``.
 
-    >>> agg = {"applied": 9, "deletes": 0, "placeholders": 0, "truncated_at": None,
-    ...     "oldest_position": [1, 50, 50]}
+    >>> agg = BatchAggregate(applied=9, oldest_position=[1, 50, 50])
     >>> goes_direct(agg, False, [1, 40, 40]), goes_direct(agg, False, [1, 50, 50])
     (True, False)
     >>> goes_direct(agg, False, None)
     False
     """
-    return could_go_direct(agg, soft) and is_fresh(agg["oldest_position"], mark)
+    return could_go_direct(agg, soft) and is_fresh(agg.oldest_position, mark)
 
 
-def branches(agg: Mapping[str, Any]) -> tuple[bool, bool]:
+def branches(agg: BatchAggregate) -> tuple[bool, bool]:
     """The direct MERGE's branches for a batch (its aggregate): MATCHED when it has a change
     that is not a create (an update, a delete), NOT MATCHED when it has a create (or a
     snapshot read).
 
-    >>> branches({"applied": 10, "creates": 0}), branches({"applied": 10, "creates": 10})
+    >>> branches(BatchAggregate(applied=10)), branches(BatchAggregate(applied=10, creates=10))
     ((True, False), (False, True))
-    >>> branches({"applied": 10, "creates": 3})
+    >>> branches(BatchAggregate(applied=10, creates=3))
     (True, True)
     """
-    return agg["applied"] > agg["creates"], agg["creates"] > 0
+    return agg.applied > agg.creates, agg.creates > 0
 
 
 def missed(

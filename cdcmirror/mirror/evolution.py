@@ -193,7 +193,7 @@ def unknown_names(table: MirrorTable, names: list[str]) -> list[str]:
 NEW_SCHEMA = "a row schema new to this job (read again after a first look)"
 """The ``_cdc_decode_error`` of an event whose schema the job does not know
 (``schema_parts.known_schema_sql``): the batch is applied the usual way instead
-(``spark/single_pass.py``), never dead-lettered."""
+(``spark/cdc/plan.py``), never dead-lettered."""
 
 
 def known_ids_sql(ids: list[int]) -> str:

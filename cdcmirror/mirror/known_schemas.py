@@ -1,7 +1,7 @@
 """The row schemas a job applied to each table (JSON: the schema parts; Avro: the schema
 ids, as text), while the table keeps the columns it had then: an event in one of them
 decodes without evolving the table first, so a batch of one table in them is read from
-Kafka once (``spark/single_pass.py``). Pure data; the job keeps it in its checkpoint
+Kafka once (``spark/cdc/plan.py``). Pure data; the job keeps it in its checkpoint
 (``checkpoint_store.remembered_schemas``)."""
 
 from __future__ import annotations

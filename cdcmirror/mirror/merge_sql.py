@@ -229,11 +229,11 @@ def merge_sql(
     branch, which would have Spark join the whole table's side of it (an outer join).
     ``placeholders`` False: no change carries an unchanged-TOAST placeholder, so no stored
     value is read (``toast.kept_sql`` would have the scan read those columns of every row).
-    ``guarded`` False: no stored position is read again (``spark/snapshot_guard.py``).
+    ``guarded`` False: no stored position is read again (``spark/iceberg.py``).
     ``matched`` False: every change is an ``insert`` (no MATCHED branch: Spark appends the
     rows its anti join with the table keeps, instead of an outer join that rewrites; a row
     another writer stored since the classification is left as it is, so after a foreign
-    commit the guarded MERGE runs too, ``spark/table_apply.py``). ``classified`` False: the
+    commit the guarded MERGE runs too, ``spark/cdc/table.py``). ``classified`` False: the
     changes were not classified (``direct_merge_sql``): every change not stored but a delete
     is inserted."""
     n = source_length(table.dialect)
@@ -285,7 +285,7 @@ def restore_sql(
     table: MirrorTable, target: str, parent: int, changes: str, classified: bool = True
 ) -> str:
     """After a MERGE without the guard was committed on a snapshot (``parent``) that a foreign
-    commit had changed since the classification read the table (``spark/snapshot_guard.py``):
+    commit had changed since the classification read the table (``spark/iceberg.py``):
     put back each row of the batch's ``changes`` that ``parent`` held at a newer position than
     the change, as the guard would have kept it: over the batch's row, or again where the
     batch deleted it. ``classified`` False: the changes of a batch MERGEd without a
@@ -315,7 +315,7 @@ def tombstone_append_sql(
     than its key's tombstones: a delete that is not is classified ``stale`` and not
     recorded, and a batch MERGEd without a classification is newer than every tombstone.
     ``classified`` False: ``changes`` are a direct batch's events, whose every delete is
-    recorded (``spark/direct_apply.entomb_direct``).
+    recorded (``spark/cdc/direct.entomb_direct``).
 
     One file a batch (a ``COALESCE(1)`` hint; a few MB even for 200k deletes): without it
     each partition of the kept batch wrote a file of its deletes, ten small files for the

@@ -5,7 +5,7 @@ A hard delete leaves a tombstone (``merge_sql.tombstone_append_sql``), so that a
 change of the deleted key arriving later (a replay) is found stale instead of bringing the
 row back. Kept for ever, the tombstones grow with every key ever deleted.
 ``cdcmirror maintain`` removes the ones whose source commit is older than
-``maintain.tombstone_retention_hours`` (``spark/tombstone_prune.py``), and first records the
+``maintain.tombstone_retention_hours`` (``spark/maintenance/prune.py``), and first records the
 newest source position it removes as the tombstone table's ``PRUNED_BELOW`` property
 (raised, never lowered). A change at or below that mark whose key the table holds neither as
 a row nor as a tombstone cannot be told apart: its key may have been deleted after it (a

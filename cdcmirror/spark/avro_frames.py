@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from functools import reduce
 from operator import and_
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.iceberg_types import spark_type
@@ -38,6 +38,10 @@ from cdcmirror.sql_text import q
 from cdcmirror.streams.avro_direct import direct_fields
 from cdcmirror.streams.sql import UNREADABLE
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+AvroNode = Any  # a node of an Avro schema's JSON: a name, a union (list) or a type (object)
 _PERMISSIVE = {"mode": "PERMISSIVE"}  # a body that does not fit its schema reads as NULL
 _KEEP_NULLS = {"ignoreNullFields": "false"}  # "field": null, as the JSON converter writes
 
@@ -48,7 +52,7 @@ def _struct_ddl(columns: Sequence[IcebergColumn]) -> str:
     return f"STRUCT<{', '.join([*fields, f'{UNREADABLE}: STRING'])}>"
 
 
-def _event(record: Any, columns: Sequence[IcebergColumn], fields: list[str]) -> Any:
+def _event(record: Column, columns: Sequence[IcebergColumn], fields: list[str]) -> Column:
     """The stream's event struct from a record whose ``fields`` are columns of their types
     or wider ones (``avro_direct.fits``: the cast widens without loss, or changes nothing but
     a NULL's type; a column it lacks is NULL)."""
@@ -61,7 +65,7 @@ def _event(record: Any, columns: Sequence[IcebergColumn], fields: list[str]) -> 
     return F.struct(*values, F.lit(None).cast("string").alias(UNREADABLE))
 
 
-def _text_valid(value: Any, node: Any, named: dict[str, Any]) -> Any:
+def _text_valid(value: Column, node: AvroNode, named: dict[str, Any]) -> Column | None:
     """True when every string in ``value`` (read by Spark with the Avro schema ``node``;
     ``named``: the records named so far) is UTF-8, which Spark's Avro reader does not check
     (``to_json`` would write each bad byte as U+FFFD: a changed value); None when the
@@ -91,17 +95,22 @@ def _text_valid(value: Any, node: Any, named: dict[str, Any]) -> Any:
     return _text_valid(value, kind, named) if isinstance(kind, (str, list, dict)) else None
 
 
-def _each(items: Any, node: Any, named: dict[str, Any]) -> Any:
+def _each(items: Column, node: AvroNode, named: dict[str, Any]) -> Column | None:
     """``_text_valid`` of every item of the array ``items`` (None: they hold no string)."""
     from pyspark.sql import functions as F
 
     if not holds_strings(node, named):
         return None
-    every = F.forall(items, lambda x: F.coalesce(_text_valid(x, node, named), F.lit(True)))
+
+    def valid(item: Column) -> Column:
+        check = _text_valid(item, node, named)
+        return F.lit(True) if check is None else F.coalesce(check, F.lit(True))
+
+    every = F.forall(items, valid)
     return F.coalesce(every, F.lit(True))
 
 
-def _every(checks: list[Any]) -> Any:
+def _every(checks: list[Column | None]) -> Column | None:
     found = [c for c in checks if c is not None]
     return reduce(and_, found) if found else None
 
@@ -110,16 +119,16 @@ def _values(
     known: dict[int, tuple[str, list[str]]],
     columns: Sequence[IcebergColumn] | None,
     envelope: AvroEnvelope | None,
-) -> tuple[Any, Any, Any, Any]:
+) -> tuple[Column, Column, Column, Column]:
     """Over the records read per id (``_cdc_avro_<id>``; ``known``: each id's plain schema and
     field names): the JSON text, a stream's event struct, a CDC table's envelope (each for
     the ids that take it, ``AvroFrames.decode``), and whether a string is not UTF-8."""
     from pyspark.sql import functions as F
 
-    text: Any = F.lit(None).cast("string")
-    direct: Any = F.lit(None).cast(_struct_ddl(columns or []))
-    env: Any = F.lit(None).cast(envelope.ddl if envelope else "string")
-    not_utf8: Any = F.lit(None).cast("boolean")
+    text: Column = F.lit(None).cast("string")
+    direct: Column = F.lit(None).cast(_struct_ddl(columns or []))
+    env: Column = F.lit(None).cast(envelope.ddl if envelope else "string")
+    not_utf8: Column = F.lit(None).cast("boolean")
     for sid, (plain, fields) in known.items():
         record, this = F.col(f"_cdc_avro_{sid}"), F.col("_cdc_schema_id") == sid
         valid = _text_valid(record, json.loads(plain), {})
@@ -146,13 +155,13 @@ class AvroFrames:
         self._problems: dict[int, str] = {}
         self._lock = threading.Lock()
 
-    def with_ids(self, df: Any) -> Any:
+    def with_ids(self, df: DataFrame) -> DataFrame:
         """``df`` with ``_cdc_schema_id`` (NULL for a value that is not framed)."""
         from pyspark.sql import functions as F
 
         return df.withColumn("_cdc_schema_id", F.expr(SCHEMA_ID_SQL))
 
-    def decode_batch(self, df: Any, registry: SchemaRegistry) -> Any:
+    def decode_batch(self, df: DataFrame, registry: SchemaRegistry) -> DataFrame:
         """A CDC batch's records with ``_cdc_schema_id``, ``_cdc_json`` and
         ``_cdc_decode_error``; the schemas of the batch's ids are fetched once, on the driver."""
         framed = self.with_ids(df)
@@ -163,11 +172,11 @@ class AvroFrames:
 
     def decode(
         self,
-        framed: Any,
+        framed: DataFrame,
         schemas: dict[int, str],
         columns: Sequence[IcebergColumn] | None = None,
         envelope: AvroEnvelope | None = None,
-    ) -> Any:
+    ) -> DataFrame:
         """``framed`` (with ``_cdc_schema_id``) plus ``_cdc_json`` and ``_cdc_decode_error``;
         ``schemas``: the registry's text of the batch's ids (ids it lacks are left out). With a
         stream's ``columns``, also ``_cdc_avro``: the event as a struct of the columns, for the
@@ -205,7 +214,7 @@ class AvroFrames:
         framed = framed if columns else framed.drop("_cdc_avro")
         return framed if envelope else framed.drop(ENVELOPE)
 
-    def _check(self, spark: Any, sid: int, text: str) -> tuple[str, list[str]] | None:
+    def _check(self, spark: SparkSession, sid: int, text: str) -> tuple[str, list[str]] | None:
         """The plain schema of ``sid`` and its field names if Spark reads it, else None (the
         reason kept)."""
         with self._lock:

@@ -5,14 +5,18 @@ back)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast_chain import unknown_columns_sql, unknown_sql
 from cdcmirror.mirror.tombstone_pruning import PRUNED, pruned_reason
+from cdcmirror.spark.rows import one_row
 from cdcmirror.sql_text import sql_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger("cdcmirror.mirror")
 
@@ -37,7 +41,7 @@ def unknown_toast_reason(columns: str) -> str:
     )
 
 
-def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> None:
+def ensure_dead_letter_table(spark: SparkSession, namespace: str, identifier: str) -> None:
     """The table and its namespace, made if missing (``headers``: added to older ones)."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {q(namespace)}")
     name = spark_name(identifier)
@@ -49,13 +53,13 @@ def ensure_dead_letter_table(spark: Any, namespace: str, identifier: str) -> Non
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS (headers {HEADERS_TYPE})")
 
 
-def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
+def decoded_dead(bad: DataFrame, table: MirrorTable, fail: bool, raw: DataFrame) -> DataFrame:
     """Decoded events with ``_cdc_error`` as dead-letter rows, with their Kafka key and value
     from ``raw`` (the table's Kafka records of the batch: the decoded events do not carry
     them, so the cached batch holds each value once); ``fail`` (``dead_letter = "fail"``):
     the first one stops the job instead."""
     if fail:
-        first = bad.orderBy("_cdc_partition", "_cdc_offset").first()
+        first = one_row(bad.orderBy("_cdc_partition", "_cdc_offset"))
         raise MirrorError(
             f"{table.identifier}: event at {table.topic} partition {first._cdc_partition} "
             f"offset {first._cdc_offset} cannot be applied: {first._cdc_error} "
@@ -65,7 +69,7 @@ def decoded_dead(bad: Any, table: MirrorTable, fail: bool, raw: Any) -> Any:
     return joined_dead(raw, errors, table.identifier)
 
 
-def joined_dead(records: Any, errors: Any, identifier: str) -> Any:
+def joined_dead(records: DataFrame, errors: DataFrame, identifier: str) -> DataFrame:
     """Dead-letter rows of table ``identifier``: the Kafka ``records`` that ``errors``
     names (columns ``_cdc_p`` partition, ``_cdc_o`` offset, ``_cdc_error``, and ``_cdc_t``
     topic when the records are of several topics), each with its reason."""
@@ -77,7 +81,7 @@ def joined_dead(records: Any, errors: Any, identifier: str) -> Any:
     )
 
 
-def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
+def raw_dead(events: DataFrame, error: str, table: MirrorTable) -> DataFrame:
     """Kafka records (not decoded) as dead-letter rows, all with ``error``."""
     from pyspark.sql import functions as F
 
@@ -88,7 +92,9 @@ def raw_dead(events: Any, error: str, table: MirrorTable) -> Any:
     )
 
 
-def unknown_toast_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool) -> tuple[Any, int]:
+def unknown_toast_dead(
+    table: MirrorTable, changes: DataFrame, raw: DataFrame, fail: bool
+) -> tuple[DataFrame, int]:
     """The events whose unchanged TOAST value the mirror cannot know, as dead letters
     (never written as NULL), and how many; called when the batch has some. ``raw``: the
     table's Kafka records of the batch."""
@@ -106,7 +112,9 @@ def unknown_toast_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool) -
     return decoded_dead(bad, table, fail, raw), found
 
 
-def pruned_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool, mark: list[int]) -> Any:
+def pruned_dead(
+    table: MirrorTable, changes: DataFrame, raw: DataFrame, fail: bool, mark: list[int]
+) -> DataFrame:
     """The classified changes the tombstones' pruned ``mark`` leaves unknown
     (``tombstone_pruning.PRUNED``), as dead letters; called when the batch has some."""
     bad = changes.where(f"_cdc_action = '{PRUNED}'").selectExpr(
@@ -122,7 +130,7 @@ def pruned_dead(table: MirrorTable, changes: Any, raw: Any, fail: bool, mark: li
 
 
 def write_dead_letters(
-    spark: Any, identifier: str, frames: list[Any], query_id: str, batch_id: int
+    spark: SparkSession, identifier: str, frames: list[DataFrame], query_id: str, batch_id: int
 ) -> None:
     """MERGE the batch's dead letters into the table: one that fails again (a re-run batch,
     `replay-dead-letters`) gets the new reason and the run that found it."""

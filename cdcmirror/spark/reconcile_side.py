@@ -4,14 +4,18 @@ bucketed row checksums and the rows of chosen buckets, computed like the source 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import RowShape, joined
 from cdcmirror.reconcile.compare import BucketSums, KeyRows
+from cdcmirror.spark.rows import one_row
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import sql_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 LIVE = "NOT coalesce(_cdc_deleted, false)"  # soft-deleted rows are not in the source
 
@@ -29,7 +33,7 @@ def aware(ts: datetime | None) -> datetime | None:
 
 
 class MirrorTables:
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
     def _fresh(self, identifier: str) -> str:
@@ -41,10 +45,12 @@ class MirrorTables:
 
     def facts(self, identifier: str) -> tuple[int, list[int] | None, datetime | None]:
         """(live rows, newest _cdc_position, newest _cdc_source_ts)."""
-        row = self.spark.sql(
-            f"SELECT count_if({LIVE}) AS n, max(_cdc_position) AS pos, "
-            f"max(_cdc_source_ts) AS ts FROM {self._fresh(identifier)}"
-        ).first()
+        row = one_row(
+            self.spark.sql(
+                f"SELECT count_if({LIVE}) AS n, max(_cdc_position) AS pos, "
+                f"max(_cdc_source_ts) AS ts FROM {self._fresh(identifier)}"
+            )
+        )
         position = [int(x) for x in row.pos] if row.pos is not None else None
         return int(row.n), position, aware(row.ts)
 

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.catalog_properties import (
     CATALOG_NAME,
@@ -20,6 +20,9 @@ from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.pyspark_jars import artifact_name, pyspark_jar_names
 from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.s3a_settings import HADOOP_PREFIX, s3a_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     return conf
 
 
-def build_spark_session(config: Config, app_name: str = "cdcmirror") -> Any:
+def build_spark_session(config: Config, app_name: str = "cdcmirror") -> SparkSession:
     """A SparkSession with the cached jars and the configured Iceberg catalog."""
     from pyspark.sql import SparkSession
 

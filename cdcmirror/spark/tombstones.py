@@ -4,16 +4,18 @@ re-snapshot) is not written back (``mirror/merge_sql.py`` classifies against the
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.high_water import Mark, recorded
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.tombstone_pruning import PRUNED_BELOW, pruned_mark
-from cdcmirror.spark.java_classes import iceberg_table
-from cdcmirror.spark.snapshot_guard import snapshot_history, snapshot_holds_rows
+from cdcmirror.spark.iceberg import Java, iceberg_table, snapshot_history, snapshot_holds_rows
 from cdcmirror.sql_text import as_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class Entombed(NamedTuple):
@@ -24,7 +26,7 @@ class Entombed(NamedTuple):
     pruned_below: list[int] | None  # the mark of the tombstones pruned by age
 
 
-def entombed(spark: Any, tombstones: str | None) -> Entombed:
+def entombed(spark: SparkSession, tombstones: str | None) -> Entombed:
     """The tombstone table ``tombstones`` (a Spark name; None: soft deletes) as a batch's
     classification reads it: its current snapshot, pinned, when it holds rows (an empty one
     is not joined: only this job writes it), and the pruned mark of the same metadata."""
@@ -38,7 +40,7 @@ def entombed(spark: Any, tombstones: str | None) -> Entombed:
     return Entombed(as_of(tombstones, int(snapshot.snapshotId())), mark)
 
 
-def tombstone_marks(spark: Any, tombstones: str) -> tuple[Mark, list[int]]:
+def tombstone_marks(spark: SparkSession, tombstones: str) -> tuple[Mark, list[int]]:
     """The high-water mark the tombstone table ``tombstones`` (a Spark name) records in its
     snapshots (``high_water.recorded``; None: not known) and its pruned mark (``[]``: none
     pruned), from one load of it."""
@@ -46,7 +48,7 @@ def tombstone_marks(spark: Any, tombstones: str) -> tuple[Mark, list[int]]:
     return recorded(snapshot_history(table)), pruned_of(table) or []
 
 
-def pruned_of(table: Any) -> list[int] | None:
+def pruned_of(table: Java) -> list[int] | None:
     """The pruned mark a tombstone table (Java, loaded) holds (None: nothing pruned)."""
     return pruned_mark(table.properties().get(PRUNED_BELOW))
 
@@ -85,7 +87,7 @@ class TombstoneTables:
         """The Spark names of the tombstone tables this job has made or found."""
         return [spark_name(name) for name in self._keys]
 
-    def ensure(self, spark: Any, table: MirrorTable) -> str:
+    def ensure(self, spark: SparkSession, table: MirrorTable) -> str:
         """The Spark name of ``table``'s tombstone table, made or widened if needed."""
         name = self.identifier_of(table.identifier)
         wanted = tuple(spark_type(table.column(k).iceberg) for k in table.key)

@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.mirror.history_cap import over_cap
-from cdcmirror.spark.conflicts import retry_on_conflict
-from cdcmirror.spark.java_classes import iceberg_table
+from cdcmirror.spark.iceberg import iceberg_table, retry_on_conflict
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger("cdcmirror.mirror")
 
 
-def snapshot_count(spark: Any, target: str) -> int:
+def snapshot_count(spark: SparkSession, target: str) -> int:
     """The snapshots ``target``'s metadata holds now."""
     return int(iceberg_table(spark, target).snapshots().size())
 
 
-def cap_snapshots(spark: Any, targets: list[str], cap: int) -> None:
+def cap_snapshots(spark: SparkSession, targets: list[str], cap: int) -> None:
     """:func:`cap_table` of each of ``targets``. Housekeeping: a table it fails on (dropped,
     unreachable for a moment) is named in a warning and the job goes on; the next check
     tries again."""
@@ -38,7 +40,7 @@ def cap_snapshots(spark: Any, targets: list[str], cap: int) -> None:
             )
 
 
-def cap_table(spark: Any, target: str, cap: int) -> int:
+def cap_table(spark: SparkSession, target: str, cap: int) -> int:
     """Expire ``target``'s oldest snapshots down to the newest ``cap`` when it holds too many
     (``history_cap.over_cap``); how many were expired (0: none)."""
     before = snapshot_count(spark, target)

@@ -1,7 +1,9 @@
 """Evolve a table to every distinct row schema of its events in a batch, or say which
 schemas it cannot take and why (``mirror/evolution.py`` decides; this module fetches and
 applies). The events of a rejected schema are dead-lettered with the reason and the others
-apply; without schemas (JSON schemaless) the whole table stops for the batch.
+apply (:func:`reject_schemas`); without schemas (JSON schemaless) the whole table stops for
+the batch. After the table is fixed, `cdcmirror replay-dead-letters` applies them through
+the position guard, so changes applied meanwhile that are newer stay.
 
 The schemas come from the batch summary (``evolution.distinct_schemas_sql``): JSON schema
 parts, Avro schema ids (fetched from the registry) or schemaless field-name lists.
@@ -11,9 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcmirror.mirror.avro import AvroDecodeError, connect_schema
 from cdcmirror.mirror.carriers import CarrierError
@@ -25,10 +27,16 @@ from cdcmirror.mirror.evolution import (
     row_fields,
     schema_carriers,
     schema_key,
+    schema_key_sql,
     unknown_names,
 )
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.spark.dead_letters import raw_dead
+from cdcmirror.spark.stats import TableStats
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 logger = logging.getLogger("cdcmirror.mirror")
 
@@ -54,15 +62,14 @@ class BatchEvolution:
         registry: SchemaRegistry | None,
         reload: Callable[[MirrorTable], MirrorTable],
         evolve: Callable[[MirrorTable, Evolution], MirrorTable],
-        remember: Callable[[MirrorTable], None],
     ) -> None:
+        """``reload`` and ``evolve``: the catalog's (``commands/mirror.CatalogAccess``)."""
         self.kind = kind
         self.registry = registry
         self.reload = reload
         self.evolve = evolve
-        self.remember = remember  # the job's table list follows every change
 
-    def apply(self, table: MirrorTable, schemas: list[Any]) -> Verdict:
+    def apply(self, table: MirrorTable, schemas: list[str]) -> Verdict:
         """The table after evolving it to each schema it can take; the others, and why."""
         if self.kind == "schemaless":
             table, stop = self._schemaless(table, schemas)
@@ -91,7 +98,7 @@ class BatchEvolution:
         elif carriers:
             verdict.carriers[key] = carriers
 
-    def _field_lists(self, schemas: list[Any]) -> list[tuple[str, Fields]]:
+    def _field_lists(self, schemas: list[str]) -> list[tuple[str, Fields]]:
         if self.kind == "json":
             return [(schema_key("json", s), json_schema_fields(str(s))) for s in sorted(schemas)]
         assert self.registry is not None
@@ -123,16 +130,14 @@ class BatchEvolution:
             return table, "; ".join(evo.errors)
         if evo.changes:
             table = self.evolve(table, evo)
-            self.remember(table)
         return table, None
 
-    def _schemaless(self, table: MirrorTable, schemas: list[Any]) -> tuple[MirrorTable, str | None]:
+    def _schemaless(self, table: MirrorTable, schemas: list[str]) -> tuple[MirrorTable, str | None]:
         if not schemas:
             return table, None
         # the events do not say their types: `cdcmirror bootstrap` may have widened or added
         # columns since the last batch, so the batch decodes with the table as it is now
         table = self.reload(table)
-        self.remember(table)
         names = sorted({n for s in schemas for n in field_names(str(s))})
         missing = unknown_names(table, names)
         if missing:
@@ -142,3 +147,31 @@ class BatchEvolution:
                 "add them"
             )
         return table, None
+
+
+def reject_schemas(
+    events: DataFrame,
+    kind: str,
+    table: MirrorTable,
+    rejected: Mapping[str, str],
+    stats: TableStats,
+) -> tuple[tuple[DataFrame, int] | None, DataFrame]:
+    """The dead letters of ``rejected`` (schema key -> why) and how many, and the other
+    events; ``stats.stopped`` names the reasons."""
+    if not rejected:
+        return None, events
+    key = schema_key_sql(kind)
+    dead = None
+    for schema, why in sorted(rejected.items()):
+        error = (
+            f"its schema cannot be applied: {why}. Fix the table (e.g. `cdcmirror bootstrap`), "
+            "then `cdcmirror replay-dead-letters`"
+        )
+        frame = raw_dead(events.where(f"{key} = '{schema}'"), error, table)
+        dead = frame if dead is None else dead.unionByName(frame)
+    assert dead is not None
+    dead = dead.localCheckpoint(eager=True)
+    reasons = "; ".join(sorted(rejected.values()))
+    stats.stopped = f"events of {len(rejected)} schema(s) dead-lettered: {reasons}"
+    keys = ", ".join(f"'{k}'" for k in rejected)
+    return (dead, dead.count()), events.where(f"NOT ({key} IN ({keys}))")

@@ -5,17 +5,20 @@ them, joined on (topic, partition, offset)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from cdcmirror.spark.range_read import read_ranges
+from cdcmirror.spark.kafka import read_ranges
 from cdcmirror.sql_text import spark_name, sql_string
 from cdcmirror.streams.reconcile import PartitionCheck, kafka_ranges, ranges_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 _COORDS = ("topic", "partition", "offset")
 
 
 def compare_stream(
-    spark: Any,
+    spark: SparkSession,
     kafka_options: Mapping[str, str],
     identifier: str,
     dead_letter_table: str,
@@ -65,7 +68,7 @@ def compare_stream(
 
 
 def _listed(
-    frame: Any, by_part: dict[tuple[str, int], PartitionCheck], name: str, limit: int
+    frame: DataFrame, by_part: dict[tuple[str, int], PartitionCheck], name: str, limit: int
 ) -> None:
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.direct_merge import (
     COUNTED_KEYS,
     KEY_COUNTS,
@@ -34,25 +34,29 @@ from cdcmirror.mirror.key_range import Bounds
 from cdcmirror.mirror.merge_sql import dedupe_sql, restore_sql, tombstone_append_sql
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.spark.batch_stats import TableStats
-from cdcmirror.spark.snapshot_guard import (
+from cdcmirror.spark.cdc.context import TableContext
+from cdcmirror.spark.iceberg import (
     Read,
     batch_commit_summary,
     foreign_parent,
     recorded_mark,
     scanned_mark,
 )
+from cdcmirror.spark.rows import first_value
 from cdcmirror.spark.tombstones import tombstone_marks
 from cdcmirror.sql_text import as_of
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Observation, SparkSession
+
 
 def batch_mark(
-    spark: Any,
+    spark: SparkSession,
     table: MirrorTable,
     target: str,
     tombstones: str | None,
     read: Read,
-    agg: Mapping[str, Any],
+    agg: BatchAggregate,
     soft: bool,
 ) -> Mark:
     """The high-water mark of ``target`` as snapshot ``read`` holds it, with its
@@ -81,22 +85,7 @@ def batch_mark(
 OBSERVED_WAIT = 10.0  # seconds, at most, for a MERGE's source counts after it ran
 
 
-@dataclass(frozen=True)
-class DirectBatch:
-    """A table's batch that goes without a classification, and how it commits."""
-
-    spark: Any
-    table: MirrorTable
-    target: str
-    view: str  # its temp views' prefix
-    bounds: Bounds
-    commit: Callable[[str, bool], None]  # (sql, the batch's data commit?), props on each
-    props: Mapping[str, str]  # what its commits' snapshots carry
-    # after a foreign commit: logs it and commits the put-back (``merge_sql.restore_sql``)
-    put_back: Callable[[str], None]
-
-
-def dedupe_direct(d: DirectBatch, applied: Any) -> Any:
+def dedupe_direct(d: TableContext, applied: DataFrame) -> Observation:
     """The batch's ``applied`` events, the newest per key, as the view ``<view>_deduped``
     (from ``<view>_events``; ``_decoded`` for tables whose key changes apply at their
     create), and as ``<view>_source``, the MERGE's, which counts its keys
@@ -119,49 +108,52 @@ def dedupe_direct(d: DirectBatch, applied: Any) -> Any:
     return seen
 
 
-def observed_keys(seen: Any, wait: float = OBSERVED_WAIT) -> dict[str, int] | None:
+def observed_keys(seen: Observation, wait: float = OBSERVED_WAIT) -> dict[str, int] | None:
     """The key counts ``dedupe_direct`` observed on the MERGE's source, once the MERGE ran;
     None when they have not come within ``wait`` seconds (Spark hands them over as its query
     ends: an observation that never ran is never fulfilled, and ``Observation.get`` would
     wait for ever)."""
-    future = seen._jo.future()
+    java = seen._jo
+    assert java is not None, "an observation of a query that ran"
+    future = java.future()
     deadline = time.monotonic() + wait
     while not future.isCompleted():
         if time.monotonic() > deadline:
             return None
         time.sleep(0.005)
-    values: dict[str, int] = json.loads(seen.get["v"])
+    values: dict[str, int] = json.loads(str(seen.get["v"]))
     return values
 
 
-def stored_deletes(d: DirectBatch, read: Read) -> int:
+def stored_deletes(d: TableContext, read: Read, bounds: Bounds) -> int:
     """How many of the deduplicated batch's deletes delete a row that snapshot ``read`` of
     ``d.target`` (the one before the MERGE) holds (``direct_merge.stored_deletes_sql``)."""
     if read.id is None:
         return 0
-    sql = stored_deletes_sql(d.table, d.view + "_deduped", as_of(d.target, read.id), d.bounds)
-    return int(d.spark.sql(sql).head()[0])
+    sql = stored_deletes_sql(d.table, d.view + "_deduped", as_of(d.target, read.id), bounds)
+    return int(first_value(d.spark.sql(sql)))
 
 
 def merge_direct(
-    d: DirectBatch, soft: bool, read: Read, matched: bool, inserts: bool
+    d: TableContext, read: Read, bounds: Bounds, matched: bool, inserts: bool
 ) -> Mapping[str, str]:
-    """MERGE the deduplicated batch into ``d.target`` through ``d.commit`` (the batch's data
-    commit) with the branches ``direct_merge.branches`` gave, and put back what a foreign
-    commit since snapshot ``read`` stored newer; the entries of its commit's summary that
+    """MERGE the deduplicated batch into ``d.target`` (the batch's data commit) with the
+    branches ``direct_merge.branches`` gave, and put back what a foreign commit since
+    snapshot ``read`` stored newer; the entries of its commit's summary that
     ``direct_merge.counted`` reads."""
     sql = direct_merge_sql(
-        d.table, d.target, d.view + "_source", soft, d.bounds, matched=matched, inserts=inserts
+        d.table, d.target, d.view + "_source", d.soft, bounds, matched=matched, inserts=inserts
     )
-    d.commit(sql, True)
+    d.commit(sql, data=True)
     summary = batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)  # the MERGE's
     parent = foreign_parent(d.spark, d.target, read.id, d.props)
     if parent is not None:
-        d.put_back(restore_sql(d.table, d.target, parent, d.view + "_deduped", classified=False))
+        put_back = restore_sql(d.table, d.target, parent, d.view + "_deduped", classified=False)
+        d.put_back(read.id, put_back)
     return summary
 
 
-def complete_direct(d: DirectBatch, soft: bool, matched: bool) -> Mapping[str, str]:
+def complete_direct(d: TableContext, bounds: Bounds, matched: bool) -> Mapping[str, str]:
     """After a direct MERGE with one branch (``matched``: its MATCHED ones) that left changes
     out (``direct_merge.missed``), the other: with the position guard, so that the rows it
     wrote are not written again; the summary of its commit."""
@@ -169,17 +161,17 @@ def complete_direct(d: DirectBatch, soft: bool, matched: bool) -> Mapping[str, s
         d.table,
         d.target,
         d.view + "_deduped",
-        soft,
-        d.bounds,
+        d.soft,
+        bounds,
         matched=not matched,
         inserts=matched,
         guarded=True,
     )
-    d.commit(sql, True)
+    d.commit(sql, data=True)
     return batch_commit_summary(d.spark, d.target, d.props, COUNTED_KEYS)
 
 
-def entomb_direct(d: DirectBatch, tombstones: str, deletes: int | None) -> int:
+def entomb_direct(d: TableContext, tombstones: str, deletes: int | None) -> int:
     """Record a tombstone for every delete of the direct batch after its MERGE, as a
     classified batch does for its deletes and absent keys; the newest change per key that
     are deletes: ``deletes`` (observed on the MERGE), or when not known, counted.
@@ -187,40 +179,40 @@ def entomb_direct(d: DirectBatch, tombstones: str, deletes: int | None) -> int:
     Every delete event of the batch is recorded (``<view>_events``), also one that a later
     change of its key in the batch superseded: each is newer than every tombstone, and a
     true delete, so the newest tombstone of a key (what the classification reads) is the
-    same, and no dedupe of the batch is computed again for it (0.8 s of a 100k batch's)."""
+    same, and no dedupe of the batch is computed again for it."""
     sql = tombstone_append_sql(d.table, tombstones, d.view + "_events", classified=False)
-    d.commit(sql, False)
+    d.commit(sql)
     if deletes is not None:
         return deletes
     sql = f"SELECT count_if(_cdc_op = 'd') FROM {d.view}_deduped"
-    return int(d.spark.sql(sql).head()[0])
+    return int(first_value(d.spark.sql(sql)))
 
 
 def apply_direct(
-    d: DirectBatch,
-    applied: Any,
-    agg: Any,
+    d: TableContext,
+    applied: DataFrame,
+    agg: BatchAggregate,
     read: Read,
     tombstones: str | None,
-    soft: bool,
-    stats: TableStats,
+    bounds: Bounds,
 ) -> None:
     """MERGE the batch's ``applied`` events (``agg``: their aggregate) into ``d.target``,
     which snapshot ``read`` held before, and record its deletes' tombstones after it (a crash
     in between: the batch runs again, classified, and records them); its counts, phases and
-    ``direct`` into ``stats``."""
+    ``direct`` into ``d.stats``."""
+    stats = d.stats
     deletes = bool(agg.deletes)
-    matched, inserts = branches(agg.asDict())
+    matched, inserts = branches(agg)
     seen = dedupe_direct(d, applied)
     with stats.phase("merge"):
-        summary = merge_direct(d, soft, read, matched, inserts)
+        summary = merge_direct(d, read, bounds, matched, inserts)
         keys = trusted(observed_keys(seen), summary)
         if missed(keys, summary, matched, inserts):  # a change its first event misled
-            summary = summed(summary, complete_direct(d, soft, matched))
+            summary = summed(summary, complete_direct(d, bounds, matched))
     deleted = inferred_deletes(keys, summary) if deletes else 0
     if deleted is None:  # the batch's first events and its commit disagree: counted
         with stats.phase("counts"):
-            deleted = stored_deletes(d, read)
+            deleted = stored_deletes(d, read, bounds)
     entombed = 0
     if deletes and tombstones:
         with stats.phase("tombstones"):

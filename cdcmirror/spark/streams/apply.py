@@ -8,18 +8,19 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
 from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.resume import topics_summary
-from cdcmirror.spark import commits
+from cdcmirror.spark import iceberg
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.batch_stats import TableStats
 from cdcmirror.spark.dead_letters import joined_dead
+from cdcmirror.spark.rows import one_row
+from cdcmirror.spark.stats import TableStats
 from cdcmirror.sql_text import median_sql, spark_name, sql_string
 from cdcmirror.streams.avro_direct import added_columns
 from cdcmirror.streams.schema import infer_columns
@@ -40,6 +41,11 @@ from cdcmirror.streams.sql import (
     upsert_sql,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from cdcmirror.spark.cdc.plan import TopicBatch
+
 logger = logging.getLogger("cdcmirror.mirror")
 _GOOD = "_cdc_error IS NULL AND _cdc_new"
 _COUNTS = (
@@ -50,6 +56,40 @@ _COUNTS = (
     f"{median_sql(f'IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)')} AS median",
     f"min(IF({_GOOD}, unix_micros(_kafka_timestamp), NULL)) AS oldest",
 )
+
+
+class StreamCounts(NamedTuple):
+    """A batch's events of one stream, counted (``_COUNTS``): written, dead-lettered, held
+    already, and the Kafka times of those written (epoch microseconds; None: none)."""
+
+    good: int
+    bad: int
+    held: int
+    newest: int | None
+    median: int | None
+    oldest: int | None
+
+    @classmethod
+    def of(cls, values: Mapping[str, object]) -> StreamCounts:
+        """The counts from a row or an observation of ``_COUNTS``."""
+
+        def micros(name: str) -> int | None:
+            value = values.get(name)
+            return None if value is None else int(str(value))
+
+        good, bad, held = (int(str(values.get(n) or 0)) for n in ("good", "bad", "held"))
+        return cls(good, bad, held, micros("newest"), micros("median"), micros("oldest"))
+
+
+class StreamRead(NamedTuple):
+    """A stream's records ready to decode (``StreamBatch._read``)."""
+
+    events: DataFrame
+    table: StreamTable
+    text: str  # the JSON text column
+    error: str  # the decode error column ("" when there is none)
+    guard: str  # a condition a new event must meet to be written, or ""
+
 
 SAMPLE_FOR_NEW_FIELDS = 200  # events whose new fields an inferred stream's types come from
 
@@ -72,21 +112,6 @@ class StreamTable:
 
 # told which columns an inferred stream's table gains; returns the table with them
 Evolve = Callable[[StreamTable, list[IcebergColumn]], StreamTable]
-# a stream's share of a batch: topic -> its events, first and last offsets per partition
-StreamParts = dict[str, dict[str, Any]]
-
-
-def streams_in(
-    streams: dict[str, StreamTable], summary: dict[str, dict[str, Any]]
-) -> list[tuple[StreamTable, StreamParts]]:
-    """The streams with events in a batch (``summary``: the batch's topics, as the applier
-    counts them), each with its topics' parts."""
-    out = []
-    for table in streams.values():
-        parts = {t: p for t, p in summary.items() if table.spec.matches(t) and p["events"]}
-        if parts:
-            out.append((table, parts))
-    return out
 
 
 class StreamBatch:
@@ -94,7 +119,7 @@ class StreamBatch:
 
     def __init__(
         self,
-        spark: Any,
+        spark: SparkSession,
         table: StreamTable,
         evolve: Evolve,
         frames: AvroFrames | None = None,
@@ -104,18 +129,23 @@ class StreamBatch:
         self.spark, self.table, self.evolve = spark, table, evolve
         self.frames, self.registry = frames, registry
 
-    def apply_parts(
-        self, raw: Any, query_id: str, batch_id: int, parts: StreamParts, single_pass: bool
-    ) -> tuple[TableStats, StreamTable, Any]:
-        """``apply`` with the batch's parts of the stream's topics (as the applier's first
-        look counts them, or as Spark planned them: ``single_pass``, ``raw`` not cached):
-        the table's stats, the table after it, its dead letters."""
+    def apply_topics(
+        self,
+        raw: DataFrame,
+        query_id: str,
+        batch_id: int,
+        topics: Mapping[str, TopicBatch],
+        single_pass: bool,
+    ) -> tuple[TableStats, StreamTable, DataFrame | None]:
+        """``apply`` with the batch's share of each of the stream's topics (as the applier's
+        first look counts them, or as Spark planned them: ``single_pass``, ``raw`` not
+        cached): the table's stats, the table after it, its dead letters."""
         table = self.table
-        stats = TableStats(table.identifier, events=sum(p["events"] for p in parts.values()))
-        for p in parts.values():
-            stats.offsets.update(p["offsets"])
-            stats.starts.update(p["starts"])
-        offsets = {t: (p["starts"], p["offsets"]) for t, p in parts.items()}
+        stats = TableStats(table.identifier, events=sum(b.events for b in topics.values()))
+        for b in topics.values():
+            stats.offsets.update(b.offsets)
+            stats.starts.update(b.starts)
+        offsets = {t: (dict(b.starts), dict(b.offsets)) for t, b in topics.items()}
         try:
             done, dead = self.apply(raw, query_id, batch_id, offsets, stats, single_pass)
         except CdcMirrorError:
@@ -126,13 +156,13 @@ class StreamBatch:
 
     def apply(
         self,
-        raw: Any,
+        raw: DataFrame,
         query_id: str,
         batch_id: int,
         parts: dict[str, tuple[dict[int, int], dict[int, int]]],
         stats: TableStats,
         single_pass: bool = False,
-    ) -> tuple[StreamTable, Any]:
+    ) -> tuple[StreamTable, DataFrame | None]:
         """Write the batch's events of this stream (``raw``: the batch's Kafka rows;
         ``parts``: per topic of the stream, its first and last offsets per partition);
         returns the table (evolved, what it holds) and the dead letters (or None).
@@ -149,37 +179,34 @@ class StreamBatch:
         try:
             held = held_after(table.held, {t: ends for t, (_, ends) in parts.items()})
             replay = held == table.held  # read as a usual batch: its counts and dead letters
-            events, table, text, error, guard = self._read(
-                records, table, single_pass and not replay, stats
-            )
+            read = self._read(records, table, single_pass and not replay, stats)
             if replay:
-                counts = self._counted(events, table, text, error, stats)
+                counts = self._counted(read, stats)
                 logger.info("%s: batch %d was written before", table.identifier, batch_id)
             else:
                 starts = {t: starts for t, (starts, _) in parts.items()}
                 props = topics_summary(query_id, batch_id, starts, held)
                 try:
-                    counts = self._write_observed(events, table, text, error, props, stats, guard)
+                    counts = self._write_observed(read, props, stats)
                 except Exception as exc:
-                    if not guard or not any(m in str(exc) for m in (NEW_FIELDS, NEW_SCHEMA_ID)):
+                    guarded = read.guard
+                    if not guarded or not any(m in str(exc) for m in (NEW_FIELDS, NEW_SCHEMA_ID)):
                         raise
-                    events, table, text, error, _ = self._read(records, table, False, stats)
-                    counts = self._write_observed(events, table, text, error, props, stats)
+                    read = self._read(records, read.table, False, stats)
+                    counts = self._write_observed(read, props, stats)
             if single_pass:  # the planned ranges only bound the events
-                stats.events = int(counts["good"]) + int(counts["bad"]) + int(counts["held"])
-            stats.replayed = int(counts["held"])
-            stats.inserts, stats.dead_lettered = int(counts["good"]), int(counts["bad"])
-            stats.committed(time.time(), counts["newest"], counts["median"], counts["oldest"])
-            dead = (
-                self._dead_letters(records, events, table, text, error) if counts["bad"] else None
-            )
+                stats.events = counts.good + counts.bad + counts.held
+            stats.replayed = counts.held
+            stats.inserts, stats.dead_lettered = counts.good, counts.bad
+            stats.committed(time.time(), counts.newest, counts.median, counts.oldest)
+            dead = self._dead_letters(records, read) if counts.bad else None
         finally:
             stats.table_seconds = time.monotonic() - started
-        return replace(table, held=held), dead
+        return replace(read.table, held=held), dead
 
     def _read(
-        self, records: Any, table: StreamTable, single_pass: bool, stats: TableStats
-    ) -> tuple[Any, StreamTable, str, str, str]:
+        self, records: DataFrame, table: StreamTable, single_pass: bool, stats: TableStats
+    ) -> StreamRead:
         """The stream's ``records`` ready to decode, the table with the fields they carry,
         the JSON text and decode error columns, and a guard for the write (SQL, or ""):
         ``single_pass``, nothing passes over the events first; the write stops at an event
@@ -190,7 +217,7 @@ class StreamBatch:
                 table = self._with_fields_of(records, table, JSON_TEXT, stats)
             guarded = single_pass and table.spec.infer
             fields = new_fields_guard_sql(table.columns, JSON_TEXT) if guarded else ""
-            return records, table, JSON_TEXT, "", fields
+            return StreamRead(records, table, JSON_TEXT, "", fields)
         assert self.frames is not None and self.registry is not None, "an Avro stream"
         framed = self.frames.with_ids(records)
         ids = list(table.avro_ids) if single_pass else []
@@ -212,16 +239,15 @@ class StreamBatch:
             table = self.evolve(table, added)
         table = replace(table, avro_ids=tuple(sorted({*table.avro_ids, *schemas})))
         decoded = self.frames.decode(framed, schemas, table.columns)
-        return decoded, table, "_cdc_json", "_cdc_decode_error", guard
+        return StreamRead(decoded, table, "_cdc_json", "_cdc_decode_error", guard)
 
-    def _decode(
-        self, events: Any, table: StreamTable, text: str, error: str, guard: str = ""
-    ) -> Any:
+    def _decode(self, read: StreamRead, guard: bool = False) -> DataFrame:
         """The decoded events (``_cdc_new``: not held yet), with their Kafka coordinates, not the
-        record (``_dead_letters`` takes it from the batch's records); ``guard``: a condition
-        a new event must meet, or the query stops (``_read``)."""
+        record (``_dead_letters`` takes it from the batch's records); ``guard``: with the read's
+        condition a new event must meet, or the query stops (the write's decode)."""
         from pyspark.sql import functions as F
 
+        events, table, text, error = read.events, read.table, read.text, read.error
         event = F.from_json(F.expr(text), event_ddl(table.columns), JSON_OPTIONS)
         if "_cdc_avro" in events.columns:  # read from Avro straight into the columns
             event = F.when(F.col("_cdc_avro").isNotNull(), F.col("_cdc_avro")).otherwise(event)
@@ -229,46 +255,35 @@ class StreamBatch:
         closed = table.spec.format == "json" and not table.spec.infer
         exprs = decoded_exprs(table.columns, closed, text, error)
         new = not_held_sql(table.held)
-        if guard:
-            new = f"({new}) AND {guard}"
+        if guard and read.guard:
+            new = f"({new}) AND {read.guard}"
         return parsed.selectExpr(*exprs, f"{new} AS _cdc_new")
 
     def _write_observed(
-        self,
-        events: Any,
-        table: StreamTable,
-        text: str,
-        error: str,
-        props: dict[str, str],
-        stats: TableStats,
-        guard: str = "",
-    ) -> dict[str, Any]:
+        self, read: StreamRead, props: dict[str, str], stats: TableStats
+    ) -> StreamCounts:
         """Write the good events that are not held yet; their counts (``_COUNTS``), taken by
         the write's own job."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         counted = Observation(f"cdcmirror_stream_{uuid.uuid4().hex}")
-        decoded = self._decode(events, table, text, error, guard)
+        decoded = self._decode(read, guard=True)
         observed = decoded.observe(counted, *(F.expr(c) for c in _COUNTS))
-        self._write(observed.where("_cdc_new"), table, props, stats)
-        return dict(counted.get)
+        self._write(observed.where("_cdc_new"), read.table, props, stats)
+        return StreamCounts.of(counted.get)
 
-    def _counted(
-        self, events: Any, table: StreamTable, text: str, error: str, stats: TableStats
-    ) -> dict[str, Any]:
+    def _counted(self, read: StreamRead, stats: TableStats) -> StreamCounts:
         """The counts (``_COUNTS``) of events that are not written (a batch that runs again)."""
         with stats.phase("decode"):
-            row = self._decode(events, table, text, error).selectExpr(*_COUNTS).first()
-        return dict(row.asDict())
+            row = one_row(self._decode(read).selectExpr(*_COUNTS))
+        return StreamCounts.of(row.asDict())
 
-    def _dead_letters(
-        self, records: Any, events: Any, table: StreamTable, text: str, error: str
-    ) -> Any:
+    def _dead_letters(self, records: DataFrame, read: StreamRead) -> DataFrame:
         """The batch's dead letters, made from decoded events held in a cache meanwhile: the
         error filter over a parse that is not cached would copy the parse into each
         reference of ``_cdc_error``."""
-        decoded = self._decode(events, table, text, error).persist()
+        decoded = self._decode(read).persist()
         try:
             bad = decoded.where("_cdc_error IS NOT NULL").selectExpr(
                 "_kafka_topic AS _cdc_t",
@@ -276,12 +291,12 @@ class StreamBatch:
                 "_kafka_offset AS _cdc_o",
                 "_cdc_error",
             )
-            return joined_dead(records, bad, table.identifier).localCheckpoint(eager=True)
+            return joined_dead(records, bad, read.table.identifier).localCheckpoint(eager=True)
         finally:
             decoded.unpersist()
 
     def _write(
-        self, decoded: Any, table: StreamTable, props: dict[str, str], stats: TableStats
+        self, decoded: DataFrame, table: StreamTable, props: dict[str, str], stats: TableStats
     ) -> None:
         view = f"_cdcm_stream_{abs(hash(table.identifier))}"
         decoded.createOrReplaceTempView(view)
@@ -292,19 +307,21 @@ class StreamBatch:
             sql = append_sql(target, view, table.columns)
         try:
             with stats.phase("merge"):
-                commits.data_commit(self.spark, props, lambda: self.spark.sql(sql))
+                iceberg.data_commit(self.spark, props, lambda: self.spark.sql(sql))
         finally:
             self.spark.catalog.dropTempView(view)
 
     def _with_fields_of(
-        self, events: Any, table: StreamTable, text: str, stats: TableStats
+        self, events: DataFrame, table: StreamTable, text: str, stats: TableStats
     ) -> StreamTable:
         """An inferred stream's table with the fields of ``events`` it lacks."""
         with stats.phase("decode"):
             new = _unknown_names(events, table, text)
         return self._with_new_fields(events, table, new) if new else table
 
-    def _with_new_fields(self, events: Any, table: StreamTable, new: list[str]) -> StreamTable:
+    def _with_new_fields(
+        self, events: DataFrame, table: StreamTable, new: list[str]
+    ) -> StreamTable:
         """An inferred stream: fields ``new`` of the batch's events become columns (their
         types from up to ``SAMPLE_FOR_NEW_FIELDS`` events that have them)."""
         having = " OR ".join(
@@ -330,7 +347,7 @@ class StreamBatch:
         return self.evolve(table, added)
 
 
-def _unknown_names(events: Any, table: StreamTable, text: str) -> list[str]:
+def _unknown_names(events: DataFrame, table: StreamTable, text: str) -> list[str]:
     """The fields of an inferred stream's events that no column holds (one pass over the
     events' keys, before they are decoded)."""
     fields = unknown_fields_sql(table.columns, text)

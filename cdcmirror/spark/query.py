@@ -7,7 +7,7 @@ import re
 import signal
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JNetworkError
 
@@ -17,8 +17,13 @@ from cdcmirror.exceptions import (
     MirrorError,
     ServiceUnavailableError,
 )
-from cdcmirror.spark.applier import Applier
-from cdcmirror.spark.batch_gate import NOT_STARTED, BatchGate
+from cdcmirror.spark.batches import NOT_STARTED, BatchGate
+from cdcmirror.spark.cdc.batch import Applier
+from cdcmirror.spark.kafka import read_options
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
 logger = logging.getLogger(__name__)
 
@@ -35,45 +40,8 @@ def topics_pattern(topics: list[str], patterns: list[str] | None = None) -> str:
     return "|".join([re.escape(t) for t in topics] + [f"(?:{p})" for p in patterns or []])
 
 
-def read_options(events_per_task: int) -> dict[str, str]:
-    """How a batch is read from Kafka. A Kafka partition's events of one batch are read
-    by several tasks of at most ``events_per_task`` events (0: one task per Kafka
-    partition): the batch is then cached in as many parts and decoded on every core; a
-    topic of one partition was read, and decoded, on one core. Fetches of up to 16 MiB per
-    partition: a Debezium event with its schema is about 4 KB, and the default 1 MiB took
-    a fetch per 250 events (both halved the read and decode of a 100k-event batch). A fetch
-    that finds nothing new returns after 20 ms, not Kafka's 500: a batch's range can end
-    on a transaction marker, which the read waited for with an empty fetch, and that wait
-    was most of the read of a small batch (0.8-0.9 s of a 100-event batch, 0.2-0.4 s now).
-    Every read, the stream's and a batch's own (``spark/range_read.py``), takes them all:
-    committed transactions only (Debezium's exactly-once Connect worker writes
-    transactions, whose markers take offsets), a lost offset fails the read, the consumer
-    never creates a topic (with the broker's defaults, racing Debezium), and headers are
-    kept (Debezium names the old key of a PostgreSQL key change in one: TOAST fill).
-
-    >>> read_options(0)["kafka.isolation.level"]
-    'read_committed'
-    >>> read_options(0)["kafka.max.partition.fetch.bytes"]
-    '16777216'
-    >>> read_options(25000)["maxRecordsPerPartition"]
-    '25000'
-    """
-    options = {
-        "kafka.isolation.level": "read_committed",
-        "failOnDataLoss": "true",
-        "kafka.allow.auto.create.topics": "false",
-        "includeHeaders": "true",
-        "kafka.max.partition.fetch.bytes": str(16 << 20),
-        "kafka.fetch.max.bytes": str(50 << 20),  # the broker's own cap is 55 MiB
-        "kafka.fetch.max.wait.ms": "20",
-    }
-    if events_per_task > 0:
-        options["maxRecordsPerPartition"] = str(events_per_task)
-    return options
-
-
 def start_query(
-    spark: Any,
+    spark: SparkSession,
     applier: Applier,
     kafka_options: Mapping[str, str],
     topics: list[str],
@@ -84,7 +52,7 @@ def start_query(
     max_events_per_batch: int,
     events_per_task: int,
     patterns: list[str] | None = None,
-) -> Any:
+) -> StreamingQuery:
     """The query over ``topics`` and the topics ``patterns`` match (plain event streams);
     ``kafka_options``: the brokers and how to log in (``kafka_security.spark_kafka_options``)."""
     reader = (
@@ -117,7 +85,7 @@ def start_query(
     return query
 
 
-def run_until_stopped(query: Any, gate: BatchGate) -> None:
+def run_until_stopped(query: StreamingQuery, gate: BatchGate) -> None:
     """Wait for the query; SIGTERM/SIGINT let the running batch finish, then stop it."""
     stop = threading.Event()
 
@@ -133,7 +101,7 @@ def run_until_stopped(query: Any, gate: BatchGate) -> None:
                 query.stop()
                 break
             try:
-                query.awaitTermination(0.5)
+                query.awaitTermination(1)
             except Exception:  # the query failed (StreamingQueryException): say why below
                 break
         _raise_failure(query)
@@ -176,7 +144,7 @@ def _reason(text: str, marker: str = "MirrorError: ") -> str:
     return _first_line(text.split(marker, 1)[1] if marker in text else text)
 
 
-def _raise_failure(query: Any) -> None:
+def _raise_failure(query: StreamingQuery) -> None:
     exc = query.exception()
     if exc is None:
         return

@@ -6,18 +6,20 @@ conflict changes nothing and a retry starts from the new state)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.mirror.envelope import spark_name
-from cdcmirror.mirror.history_cap import checks_at
-from cdcmirror.spark.conflicts import retry_on_conflict
-from cdcmirror.spark.snapshot_expiry import cap_snapshots
-from cdcmirror.spark.tombstone_prune import prune_tombstones
+from cdcmirror.spark.iceberg import retry_on_conflict
+from cdcmirror.spark.maintenance.prune import prune_tombstones
+from cdcmirror.spark.rows import first_value, one_row
 from cdcmirror.sql_text import sql_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import Row, SparkSession
 
 logger = logging.getLogger(__name__)
 MIN_ORPHAN_AGE_HOURS = 24  # Iceberg's procedure refuses less: files of running commits
@@ -30,7 +32,7 @@ class MaintainSettings:
     snapshot_retention_hours: float = 24.0
     retain_last: int = 5
     orphan_age_hours: float = 72.0
-    # tombstones older than this pruned (``spark/tombstone_prune.py``); 0: kept for ever
+    # tombstones older than this pruned (``spark/maintenance/prune.py``); 0: kept for ever
     tombstone_retention_hours: float = 0.0
     position_length: int = 3  # the source part of a position (``positions.source_length``)
 
@@ -60,7 +62,7 @@ class TableMaintenance:
     tombstones_pruned: int = 0
 
 
-def file_counts(spark: Any, identifier: str) -> FileCounts:
+def file_counts(spark: SparkSession, identifier: str) -> FileCounts:
     name = f"{CATALOG_NAME}.{spark_name(identifier)}"  # metadata tables need the catalog
     spark.sql(f"REFRESH TABLE {name}")
     out = FileCounts()
@@ -73,7 +75,7 @@ def file_counts(spark: Any, identifier: str) -> FileCounts:
         else:
             out.delete_files += int(r.n)
             out.delete_bytes += int(r.b)
-    out.snapshots = int(spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
+    out.snapshots = int(first_value(spark.sql(f"SELECT count(*) FROM {name}.snapshots")))
     return out
 
 
@@ -95,9 +97,9 @@ def lists_by_prefix(location: str) -> bool:
     return scheme not in ("", "hdfs") and not location.startswith("file:")
 
 
-def _remove_orphans(spark: Any, identifier: str, older_than: datetime) -> int:
+def _remove_orphans(spark: SparkSession, identifier: str, older_than: datetime) -> int:
     """Files under the table's location that no snapshot references, removed."""
-    location = spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1").first()
+    location = one_row(spark.sql(f"SELECT file FROM {identifier}.metadata_log_entries LIMIT 1"))
     listing = ", prefix_listing => true" if lists_by_prefix(str(location.file)) else ""
     table = sql_string(f"{CATALOG_NAME}.{identifier}")
     orphans = spark.sql(
@@ -108,7 +110,10 @@ def _remove_orphans(spark: Any, identifier: str, older_than: datetime) -> int:
 
 
 def _prune(
-    spark: Any, identifier: str, settings: MaintainSettings, progress: Callable[[str], None]
+    spark: SparkSession,
+    identifier: str,
+    settings: MaintainSettings,
+    progress: Callable[[str], None],
 ) -> int:
     """The tombstones of ``identifier`` older than the settings' retention pruned (none when
     it is 0); how many."""
@@ -120,7 +125,7 @@ def _prune(
     return prune_tombstones(spark, spark_name(identifier), older, settings.position_length)
 
 
-def rewrite_data_files(spark: Any, identifier: str, settings: MaintainSettings) -> Any:
+def rewrite_data_files(spark: SparkSession, identifier: str, settings: MaintainSettings) -> Row:
     """Iceberg's ``rewrite_data_files`` of the table: small files and every file with deletes
     rewritten into ``target_file_size_mb`` files, dangling deletes removed; its result row."""
     # named with its catalog: a bare `namespace.table` makes Iceberg try the namespace as a
@@ -128,54 +133,60 @@ def rewrite_data_files(spark: Any, identifier: str, settings: MaintainSettings) 
     table = sql_string(f"{CATALOG_NAME}.{identifier}")
     target = settings.target_file_size_mb * 1024 * 1024
 
-    def rewrite() -> Any:
-        return spark.sql(
-            f"CALL {CATALOG_NAME}.system.rewrite_data_files(table => {table}, options => map("
-            f"'min-input-files', '{settings.min_input_files}', "
-            "'delete-file-threshold', '1', "
-            f"'target-file-size-bytes', '{target}', "
-            "'partial-progress.enabled', 'true', "
-            "'remove-dangling-deletes', 'true'))"
-        ).first()
+    def rewrite() -> Row:
+        return one_row(
+            spark.sql(
+                f"CALL {CATALOG_NAME}.system.rewrite_data_files(table => {table}, options => map("
+                f"'min-input-files', '{settings.min_input_files}', "
+                "'delete-file-threshold', '1', "
+                f"'target-file-size-bytes', '{target}', "
+                "'partial-progress.enabled', 'true', "
+                "'remove-dangling-deletes', 'true'))"
+            )
+        )
 
     return retry_on_conflict(rewrite, f"{identifier}: rewrite_data_files")
 
 
-def rewrite_position_deletes(spark: Any, identifier: str) -> Any:
+def rewrite_position_deletes(spark: SparkSession, identifier: str) -> Row:
     """Iceberg's ``rewrite_position_delete_files`` of every delete file of the table: what
     still deletes a row is rewritten, what deletes none (of files a compaction rewrote, which
     ``rewrite_data_files`` leaves when they are as new as its start) is dropped; its result
     row."""
     table = sql_string(f"{CATALOG_NAME}.{identifier}")
 
-    def rewrite() -> Any:
-        return spark.sql(
-            f"CALL {CATALOG_NAME}.system.rewrite_position_delete_files(table => {table}, "
-            "options => map('rewrite-all', 'true'))"
-        ).first()
+    def rewrite() -> Row:
+        return one_row(
+            spark.sql(
+                f"CALL {CATALOG_NAME}.system.rewrite_position_delete_files(table => {table}, "
+                "options => map('rewrite-all', 'true'))"
+            )
+        )
 
     return retry_on_conflict(rewrite, f"{identifier}: rewrite_position_delete_files")
 
 
-def expire_by_age(spark: Any, identifier: str, settings: MaintainSettings) -> int:
+def expire_by_age(spark: SparkSession, identifier: str, settings: MaintainSettings) -> int:
     """Iceberg's ``expire_snapshots`` of the snapshots older than the settings' retention
     (the newest ``retain_last`` kept); how many manifest lists it deleted."""
     table = sql_string(f"{CATALOG_NAME}.{identifier}")
     now = datetime.now(tz=UTC).replace(tzinfo=None)
     before = now - timedelta(hours=settings.snapshot_retention_hours)
 
-    def expire() -> Any:
-        return spark.sql(
-            f"CALL {CATALOG_NAME}.system.expire_snapshots(table => {table}, "
-            f"older_than => {_ts(before)}, retain_last => {max(1, settings.retain_last)})"
-        ).first()
+    def expire() -> Row:
+        return one_row(
+            spark.sql(
+                f"CALL {CATALOG_NAME}.system.expire_snapshots(table => {table}, "
+                f"older_than => {_ts(before)}, retain_last => {max(1, settings.retain_last)})"
+            )
+        )
 
     row = retry_on_conflict(expire, f"{identifier}: expire_snapshots")
     return int(row.deleted_manifest_lists_count or 0)
 
 
 def maintain_table(
-    spark: Any,
+    spark: SparkSession,
     identifier: str,
     settings: MaintainSettings,
     progress: Callable[[str], None],
@@ -203,10 +214,10 @@ def maintain_table(
 
 
 def maintain_between_batches(
-    spark: Any,
+    spark: SparkSession,
     identifiers: list[str],
     settings: MaintainSettings | None,
-    log: Any,
+    log: logging.Logger,
     tombstones: bool = False,
     expire: bool = False,
 ) -> None:
@@ -233,59 +244,3 @@ def maintain_between_batches(
             int(deletes.added_delete_files_count),
             f", {pruned} tombstones pruned" if tombstones else "",
         )
-
-
-@dataclass(frozen=True)
-class JobMaintenance:
-    """What the mirror job maintains between its batches."""
-
-    every_batches: int = 0  # `maintain` of its tables every N batches (0: never)
-    settings: MaintainSettings | None = None
-    max_snapshots: int = 0  # each table's snapshots kept at most (``history_cap``; 0: no cap)
-    # the tables the job applied a batch to since it last maintained them (filled as it runs)
-    applied: set[str] = field(default_factory=set)
-    # the tombstone tables it appended to since it last maintained them
-    entombed: set[str] = field(default_factory=set)
-
-
-def between_batches(
-    spark: Any,
-    batch_id: int,
-    identifiers: list[str],
-    tombstones: list[str],
-    maintenance: JobMaintenance,
-    log: Any,
-    applied: Iterable[str] = (),
-    entombed: Iterable[str] = (),
-) -> None:
-    """The mirror job's housekeeping after batch ``batch_id``, which ``applied`` events to
-    those tables and appended tombstones to the ``entombed`` tombstone tables: `maintain` of
-    its tables (``identifiers``) that it applied a batch to since it last maintained them
-    (``due``) and of the tombstone tables it appended to (their old tombstones pruned), and
-    the bound on each table's snapshots, its ``tombstones`` tables' (Spark names) too."""
-    every, cap = maintenance.every_batches, maintenance.max_snapshots
-    maintenance.applied.update(applied)
-    maintenance.entombed.update(entombed)
-    if every and batch_id > 0 and batch_id % every == 0:
-        tables = due(identifiers, maintenance.applied)
-        settings, expire = maintenance.settings, not cap  # no bound: expired by age
-        maintain_between_batches(spark, tables, settings, log, expire=expire)
-        maintenance.applied.difference_update(tables)
-        graves = sorted(maintenance.entombed)
-        maintain_between_batches(spark, graves, settings, log, tombstones=True, expire=expire)
-        maintenance.entombed.clear()
-    if checks_at(batch_id, cap):
-        cap_snapshots(spark, [spark_name(i) for i in identifiers] + tombstones, cap)
-
-
-def due(identifiers: Iterable[str], applied: Iterable[str]) -> list[str]:
-    """The tables the job maintains in a batch that maintains: those it ``applied`` a batch
-    to since it last maintained them. An idle table gains no file and no snapshot from the
-    job, and its maintenance (compaction, expiry, the orphan listing: about 0.9 s even for a
-    table of one file) would hold every such batch up for nothing.
-
-    >>> due(["a.busy", "a.idle", "a.new"], {"a.busy", "a.new", "a.dropped"})
-    ['a.busy', 'a.new']
-    """
-    done = set(applied)
-    return [i for i in identifiers if i in done]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcmirror.load.columns import error_sql
 from cdcmirror.load.plan import SUMMARY_PROPERTY, TableLoad
@@ -24,8 +24,11 @@ from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.high_water import Mark
 from cdcmirror.mirror.high_water import summary as high_water_summary
 from cdcmirror.mirror.positions import position_literal
-from cdcmirror.spark.snapshot_guard import current_snapshot
+from cdcmirror.spark.iceberg import current_snapshot
 from cdcmirror.sql_text import as_of, q, spark_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,13 @@ class Loaded:
 
 
 def read_converted(
-    spark: Any,
+    spark: SparkSession,
     source: JdbcSource,
     load: TableLoad,
     where: Sequence[str],
     position: Sequence[int],
     source_ts_us: int,
-) -> Any:
+) -> DataFrame:
     """The table's rows as the mirror writes them, ``_cdc_`` columns and ``_cdc_load_error``."""
     reads = [
         spark.read.format("jdbc").options(**source.options(), dbtable=load.query(w)).load()
@@ -86,8 +89,8 @@ def read_converted(
 
 
 def write_loaded(
-    spark: Any,
-    frame: Any,
+    spark: SparkSession,
+    frame: DataFrame,
     load: TableLoad,
     summary: str,
     group: str,
@@ -127,8 +130,8 @@ def write_loaded(
         writer.overwrite(F.lit(True))
         kept = _keep_deleted(spark, load, key, before) if before is not None else 0
     finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # None clears it
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
     metrics = seen.get
     bad = int(metrics.get("bad") or 0)
     return Loaded(
@@ -140,7 +143,7 @@ def write_loaded(
     )
 
 
-def _aligned(spark: Any, frame: Any, load: TableLoad) -> Any:
+def _aligned(spark: SparkSession, frame: DataFrame, load: TableLoad) -> DataFrame:
     """``frame`` with the table's columns, in its order: NULL for one the load has not."""
     from pyspark.sql import functions as F
 
@@ -153,7 +156,7 @@ def _aligned(spark: Any, frame: Any, load: TableLoad) -> Any:
     )
 
 
-def _keep_deleted(spark: Any, load: TableLoad, key: Sequence[str], before: int) -> int:
+def _keep_deleted(spark: SparkSession, load: TableLoad, key: Sequence[str], before: int) -> int:
     """Append the rows the table had at snapshot ``before`` whose key the load has not,
     as deleted rows (kept deleted ones unchanged)."""
     from pyspark.sql import Observation
@@ -176,7 +179,7 @@ class ProgressWatch:
 
     def __init__(
         self,
-        spark: Any,
+        spark: SparkSession,
         group: str,
         table: str,
         estimated_rows: int,

@@ -1,14 +1,24 @@
 """A table's Debezium events of a batch decoded into rows: the envelope parsed with the
-table's schema, each wire value converted by its carrier (``mirror/envelope.py``,
-``mirror/carriers.py``), bad values flagged in ``_cdc_error`` (dead letters), never guessed."""
+table's schema, each wire value converted by the carrier of its event's own row schema
+(``mirror/envelope.py``, ``mirror/carriers.py``), bad values flagged in ``_cdc_error`` (dead
+letters), never guessed; then kept, with one aggregate over them observed on the way
+(``mirror/batch_aggregate.py``).
+
+Kept by ``localCheckpoint`` rather than a cache: every later query of the batch plans over
+the kept rows, not over the plan that made them (the decode's from_json and conversions are
+analysed once, not once per query), and the aggregate costs no job of its own. A lost
+executor's blocks are not recomputed: the batch is run again (``spark/batches.py``)."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
+from cdcmirror.mirror.batch_aggregate import BatchAggregate, aggregate_exprs
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
 from cdcmirror.mirror.envelope import (
     JSON_OPTIONS,
@@ -40,13 +50,16 @@ from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.sql_text import sql_string
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-def register_functions(spark: Any) -> None:
+
+def register_functions(spark: SparkSession) -> None:
     """The functions the decoding SQL calls, on ``spark`` (a session or its parent)."""
     spark.udf.register(DECIMAL_TEXT_UDF, decimal_text, "string")
 
 
-def with_utf8_check(records: Any, parts: list[str] | None = None) -> Any:
+def with_utf8_check(records: DataFrame, parts: list[str] | None = None) -> DataFrame:
     """JSON records: the column that says whether each value is UTF-8 (checked once per
     batch, for the summary and every table's decode); ``parts``: the schema parts the values
     are expected to start with, checked after them (``schema_parts.utf8_sql``), with the
@@ -58,7 +71,7 @@ def with_utf8_check(records: Any, parts: list[str] | None = None) -> Any:
     return records.withColumn(UTF8, F.expr(utf8_sql(parts or [])))
 
 
-def with_parts(records: Any, parts: list[str]) -> Any:
+def with_parts(records: DataFrame, parts: list[str]) -> DataFrame:
     """JSON records with the ``schema_parts.part_column`` of ``parts`` (each value compared
     with them once), unless they have it."""
     from pyspark.sql import functions as F
@@ -80,21 +93,21 @@ class AvroReads:
 
 
 def decode_events(
-    events: Any,
+    events: DataFrame,
     table: MirrorTable,
     schemas: bool,
     avro: bool | AvroReads,
     known: list[str] | None = None,
     parts: list[str] | None = None,
     carriers: Mapping[str, Mapping[str, str]] | None = None,
-) -> Any:
+) -> DataFrame:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
     ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``, or, read once, with
     ``_cdc_schema_id`` only: the bodies of the ``known`` ids are read here, by ``avro``'s
     frames, with the envelope of ``table`` as it stands, ``avro_envelope.py``). ``schemas``:
     JSON with schemas; ``known``: its row schemas the table took (Avro: schema ids;
     schemaless JSON: field name lists), an event of another one is marked
-    (``evolution.NEW_SCHEMA``, ``spark/single_pass.py``); ``parts``: the batch's row
+    (``evolution.NEW_SCHEMA``, ``spark/cdc/plan.py``); ``parts``: the batch's row
     schemas (JSON with schemas: its events are parsed from their payloads,
     ``schema_parts.payload_text_sql``); ``carriers``: by schema key
     (``evolution.schema_key``), the carriers its events decode with where the columns' differ
@@ -146,3 +159,30 @@ def _variants(
         else:
             out.append((f"{schema_key_sql('json')} = {sql_string(key)}", cs))
     return tuple(out)
+
+
+def keep(df: DataFrame, exprs: list[str]) -> tuple[DataFrame, dict[str, object]]:
+    """``df`` computed and kept now, in one Spark job that also aggregates ``exprs``
+    (``expr AS name``, numbers or text); the kept frame and the aggregate's values by name.
+    The values come back as one JSON text: read from Python, each entry of an observed
+    metrics map costs round trips."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen = Observation(f"cdcmirror_kept_{uuid.uuid4().hex}")
+    values = f"to_json(struct({', '.join(exprs)}), map('ignoreNullFields', 'false')) AS v"
+    kept = df.observe(seen, F.expr(values)).localCheckpoint(eager=True)
+    out: dict[str, object] = json.loads(str(seen.get["v"]))
+    return kept, out
+
+
+def kept_with_aggregate(decoded: DataFrame, table: MirrorTable) -> tuple[DataFrame, BatchAggregate]:
+    """The decoded events kept (:func:`keep`) and their aggregate."""
+    kept, values = keep(decoded, aggregate_exprs(table))
+    return kept, BatchAggregate.of(values)
+
+
+def let_go(kept: DataFrame) -> None:
+    """Free the blocks of a frame from :func:`keep` (else they stay until the JVM collects
+    the frame's objects); the frame must not be read after."""
+    kept._jdf.logicalPlan().rdd().unpersist(False)
