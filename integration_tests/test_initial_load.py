@@ -15,6 +15,7 @@ from cdcmirror.mirror.high_water import HIGH_WATER
 from cdcmirror.spark.iceberg import scanned_mark
 from cdcmirror.sql_text import as_of
 from cdcmirror.stack.control import Stack
+from cdcmirror.table_properties import LOAD_PENDING, LOAD_PROPERTY
 from integration_tests import mirror_scenarios as sc
 from integration_tests import services
 from integration_tests.bootstrap_env import run_cli
@@ -322,4 +323,27 @@ def test_mariadb_reload_is_not_undone_by_a_replayed_truncate(
     sc.settle(m)
     m.mirror()
     assert _snapshots(spark, pair_table) == before, "replayed changes must commit nothing"
+    _pairs_rows(pairs, spark, pair_table)
+
+
+def test_mariadb_mirror_refuses_a_table_whose_load_did_not_finish(
+    maria_loaded: Loaded, spark_world: SparkWorld
+) -> None:
+    """Issue 67, item 5: a table whose Spark load began and did not finish (its property
+    still ``pending``) stops the mirror with exit 2 naming bootstrap, instead of having
+    changes applied onto the rows it happens to hold; bootstrap loads it again and the
+    mirror then runs, equal to the source. Before, the mirror ran on without a word."""
+    m, pairs, spark = maria_loaded.m, maria_loaded.pairs, spark_world.spark
+    pair_table = f"{m.name}_mirror.pairs"
+    spark.sql(f"ALTER TABLE {pair_table} SET TBLPROPERTIES ('{LOAD_PROPERTY}' = '{LOAD_PENDING}')")
+    spark.sql(f"DELETE FROM {pair_table} WHERE n % 2 = 0")  # what a stopped load leaves
+    pairs.run(30)
+    refused = run_cli(m.config_path, "mirror", "--available-now")
+    assert refused.exit_code == 2, refused.output
+    assert f"initial load of {pair_table} did not finish" in refused.output, refused.output
+    assert "cdcmirror bootstrap" in refused.output, refused.output
+    again = run_cli(m.config_path, "bootstrap")
+    assert again.exit_code == 0, again.output
+    sc.settle(m)
+    m.mirror()
     _pairs_rows(pairs, spark, pair_table)

@@ -1,1 +1,0 @@
-"""`cdcmirror repair`: heal a drifted table without a full reload."""

@@ -1,1 +1,0 @@
-"""``cdcmirror teardown``: remove a mirror and what it holds at the source."""
