@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint unit integration test test-full quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit integration test test-full quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ lint: install ## ruff (lint + format) and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+docs: install ## write the references generated from the code (docs/settings.md)
+	$(CLI) config reference > docs/settings.md
 
 unit: install ## unit tests (no services)
 	$(BIN)/pytest -q cdcmirror tests

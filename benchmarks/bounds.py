@@ -19,7 +19,7 @@ def read_and_parse(config: Config, fmt: str, topic: str, start: int, end: int) -
     from pyspark.sql import functions as F
 
     from cdcmirror.commands.job_tables import load_tables
-    from cdcmirror.kafka_security import spark_kafka_options
+    from cdcmirror.config.kafka_security import spark_kafka_options
     from cdcmirror.mirror.envelope import envelope_ddl
     from cdcmirror.spark.kafka import read_ranges
 
@@ -56,8 +56,8 @@ def avro_parsed(config: Config, records: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
+    from cdcmirror.clients.registry import SchemaRegistry
     from cdcmirror.mirror.avro import HEADER, SCHEMA_ID_SQL
-    from cdcmirror.mirror.registry import SchemaRegistry
 
     framed = records.withColumn("sid", F.expr(SCHEMA_ID_SQL))
     ids = [int(r.sid) for r in framed.select("sid").distinct().collect() if r.sid is not None]

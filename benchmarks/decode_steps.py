@@ -26,13 +26,13 @@ from cdcmirror.spark.single_pass import once_records
 
 from cdcmirror.catalog import load_catalog
 from cdcmirror.checkpoint_store import checkpoint_files, remembered_schemas
+from cdcmirror.clients.registry import SchemaRegistry
 from cdcmirror.commands.job_tables import load_tables
 from cdcmirror.config import Config
-from cdcmirror.kafka_security import spark_kafka_options
+from cdcmirror.config.kafka_security import spark_kafka_options
 from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.batch_aggregate import aggregate_exprs
 from cdcmirror.mirror.envelope import envelope_ddl
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.schema_parts import payload_text_sql
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.cdc.decode import decode_events, keep, let_go

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cdcmirror.catalog_properties import CATALOG_NAME
 from cdcmirror.config import load_config
+from cdcmirror.config.catalog import CATALOG_NAME
 from cdcmirror.spark.session import build_spark_session
 from integration_tests.mirror_fixture import make_config
 

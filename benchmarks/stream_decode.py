@@ -29,8 +29,8 @@ from typing import Any
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.config import load_config
 from cdcmirror.iceberg_types import spark_type
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.session import build_spark_session
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.streams.apply import StreamBatch, StreamTable
 from cdcmirror.streams.schema import KAFKA_COLUMNS
 from cdcmirror.streams.spec import StreamSpec

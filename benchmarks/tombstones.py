@@ -21,13 +21,16 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cdcmirror.config import load_config
+from cdcmirror.config.settings import Maintain
+from cdcmirror.maintain.run import MaintainSettings
 from cdcmirror.mirror.merge_sql import classify_sql
 from cdcmirror.mirror.positions import source_length
-from cdcmirror.spark.maintenance.maintain import MaintainSettings, maintain_table
+from cdcmirror.spark.maintenance.maintain import maintain_table
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.spark.tombstones import entombed
 from integration_tests.mirror_fixture import make_config
@@ -103,7 +106,9 @@ def main(rows: int, deleted: int, size: int, rounds: int) -> None:
     print(f"made in {time.monotonic() - began:.1f} s: {_files(spark, kept)} each", flush=True)
     n = source_length(TABLE.dialect)
     for table, hours in ((kept, 0.0), (pruned, 168.0)):  # as `cdcmirror maintain` runs
-        settings = MaintainSettings(tombstone_retention_hours=hours, position_length=n)
+        settings = replace(
+            MaintainSettings.of(Maintain(), position_length=n), tombstone_retention_hours=hours
+        )
         began = time.monotonic()
         done = maintain_table(spark, table, settings, lambda _: None, tombstones=True)
         print(

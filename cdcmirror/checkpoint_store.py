@@ -1,6 +1,6 @@
 """The streaming checkpoint's files where Spark keeps them: a local directory or an
 ``s3a://`` URL, read and removed through pyarrow's file systems (the only module that
-touches them). Where and with which settings: ``s3a_settings.py``. Beside Spark's own
+touches them). Where and with which settings: ``config/s3a.py``. Beside Spark's own
 files the job keeps one of its own there: the row schemas it applied
 (:func:`remembered_schemas`)."""
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cdcmirror.catalog_properties import pyiceberg_properties
 from cdcmirror.config import Config
-from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
-from cdcmirror.mirror.known_schemas import KnownSchemas
-from cdcmirror.s3a_settings import (
+from cdcmirror.config.catalog import pyiceberg_properties
+from cdcmirror.config.s3a import (
     arrow_s3_options,
     bucket_and_key,
     check_checkpoint_url,
     is_url,
     s3a_settings,
 )
+from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
+from cdcmirror.mirror.known_schemas import KnownSchemas
 
 logger = logging.getLogger("cdcmirror.mirror")
 

@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cdcmirror.config.masking import MASK
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.masking import MASK
 from cdcmirror.paths import write_private
 
 # the environment variables a connector config may name (``password_reference``): the only

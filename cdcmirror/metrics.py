@@ -15,7 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from cdcmirror.spark.stats import TableStats
+from cdcmirror.mirror.stats import TableStats
 
 ACTIONS = ("inserted", "updated", "deleted", "stale", "duplicate", "dead_lettered")
 """The ``action`` label of ``cdcmirror_table_rows_total``, from the batch line's counts."""

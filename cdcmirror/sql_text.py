@@ -37,8 +37,8 @@ def as_of(name: str, snapshot: int | None) -> str:
 
 MEDIAN_ACCURACY = 100
 """The sketch of a batch's median commit or Kafka time (a lag figure, never a value that is
-written): 1 % of rank. Spark's default (10,000) cost 0.27 s per 100k events on two cores
-against 0.10 s at 100 (an aggregate of the kept decode)."""
+written): 1 % of rank. Spark's default (10,000) is a larger sketch per task, merged in the
+aggregate of the kept decode, for a precision no lag figure needs."""
 
 
 def median_sql(expr: str) -> str:

@@ -29,6 +29,6 @@ MERGE_ON_READ = {
 
 # Written on every table cdcmirror creates. Iceberg's Java API writes zstd on the tables it
 # creates (since 1.4) and reads a table without the property as gzip; pyiceberg, which
-# creates cdcmirror's tables, writes none, so Spark wrote them gzip-compressed: a load of
-# 4M rows took 16.8 s instead of 10.7 s (benchmarks/RESULTS.md).
+# creates cdcmirror's tables, writes none, so Spark wrote them gzip-compressed, which writes
+# far slower (benchmarks/RESULTS.md).
 WRITE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}

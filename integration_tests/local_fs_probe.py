@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cdcmirror.catalog_properties import ensure_embedded_catalog_dirs
 from cdcmirror.config import load_config
+from cdcmirror.config.catalog import ensure_embedded_catalog_dirs
 from cdcmirror.spark.session import session_conf
 
 HADOOP_OWN = {  # Hadoop's classes, as without cdcmirror's jar

@@ -23,9 +23,9 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from cdcmirror.catalog import load_catalog
+from cdcmirror.clients.registry import SchemaRegistry
 from cdcmirror.commands.job_tables import load_tables
 from cdcmirror.config import load_config
-from cdcmirror.mirror.registry import SchemaRegistry
 from integration_tests import services
 from integration_tests.mirror_fixture import bootstrap, make_config
 

@@ -19,7 +19,7 @@ import pymysql
 from confluent_kafka import Consumer
 
 from cdcmirror import paths
-from cdcmirror.connect_client import ConnectClient
+from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.connectors import password_reference, render_connector, write_secret_file
 from cdcmirror.stack.health import delete_topics, topics_named
 from cdcmirror.stack_login import ensure_login

@@ -17,11 +17,11 @@ from typing import Any
 import fastavro
 import pytest
 
+from cdcmirror.clients.registry import SchemaRegistry
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.avro import NOT_UTF8, plain_schema
-from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.streams.apply import StreamBatch, StreamTable
 from cdcmirror.streams.avro_direct import direct_fields
 from cdcmirror.streams.schema import KAFKA_COLUMNS, columns_of_avro

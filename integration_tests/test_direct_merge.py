@@ -22,6 +22,7 @@ from cdcmirror.mirror.direct_merge import (
 from cdcmirror.mirror.high_water import summary
 from cdcmirror.mirror.merge_sql import classify_sql, dedupe_sql, merge_sql
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.cdc.context import TableContext
 from cdcmirror.spark.cdc.direct import observed_keys
 from cdcmirror.spark.iceberg import (
@@ -31,7 +32,6 @@ from cdcmirror.spark.iceberg import (
     scanned_mark,
     with_commit_props,
 )
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from cdcmirror.cdc_columns import CDC_COLUMNS
+from cdcmirror.clients.registry import SchemaRegistry
 from cdcmirror.iceberg_types import spark_type
 from cdcmirror.mirror.envelope import q
 from cdcmirror.mirror.evolution import Evolution
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
 from integration_tests.conftest import SparkWorld

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from cdcmirror.config.settings import Maintain
+from cdcmirror.maintain.run import MaintainSettings
 from cdcmirror.spark.maintenance.job import JobMaintenance, between_batches
-from cdcmirror.spark.maintenance.maintain import MaintainSettings
 from cdcmirror.table_properties import MERGE_ON_READ
 from integration_tests.conftest import SparkWorld
 
@@ -91,7 +92,7 @@ def test_the_tombstone_tables_it_appended_to_are_maintained_and_pruned(
                 f"INSERT INTO {grave} VALUES ({i}, array(1, 1, {i}, 0, 0, {i}), "
                 f"current_timestamp() - INTERVAL {age})"
             )
-    settings = MaintainSettings(tombstone_retention_hours=168, position_length=4)
+    settings = MaintainSettings.of(Maintain(tombstone_retention_hours=168), position_length=4)
     job = JobMaintenance(every_batches=2, settings=settings)
     assert _batch(caplog, spark, job, 1, [], [], (graves[0],)) == []
     assert _batch(caplog, spark, job, 2, [], [], ()) == [graves[0]]

@@ -168,7 +168,7 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
     two literals (``its``), so a key with either must be written as ``sql_text.sql_string``
     writes it, or repair never finds (and never removes) the mirror's extra row."""
     from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
-    from cdcmirror.repair.plan import key_filter
+    from cdcmirror.reconcile.repair import key_filter
     from cdcmirror.spark.reconcile_side import MirrorTables
     from cdcmirror.spark.tombstones import TombstoneTables
 

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from cdcmirror.bootstrap.connector import connector_name
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from cdcmirror.connector_health import failed
+from cdcmirror.health.connector import failed
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import REGISTRY
 from integration_tests import mirror_scenarios as sc

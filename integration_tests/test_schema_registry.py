@@ -10,12 +10,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from cdcmirror.config_schema import DEFAULTS
-from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.clients.registry import SchemaRegistry
+from cdcmirror.config.settings import Kafka
 from cdcmirror.stack.control import Stack
 from integration_tests import services
 
-URL = str(DEFAULTS["kafka"]["schema_registry_url"])
+URL = Kafka().schema_registry_url
 
 
 def _register(subject: str, schema: Mapping[str, object]) -> int:

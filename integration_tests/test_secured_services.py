@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient
+from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.stack import layout, tls
 from cdcmirror.stack.control import Stack

@@ -1,4 +1,4 @@
-"""The mirror job's bound on a table's snapshots (``mirror/history_cap.py``,
+"""The mirror job's bound on a table's snapshots (``maintain/history_cap.py``,
 ``spark/maintenance/expiry.py``) on a real Iceberg table: the oldest expired down to the cap
 once past it and its slack, the rows, the high-water mark and the resume offsets the newest
 commits record all kept."""

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.catalog_properties import spark_catalog_conf
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
 from cdcmirror.config import load_config
+from cdcmirror.config.catalog import spark_catalog_conf
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.mirror.checkpoint import holds_batches

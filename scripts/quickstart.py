@@ -32,8 +32,8 @@ import psycopg
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.config import load_config
-from cdcmirror.connect_client import ConnectClient
 
 ADMIN = os.environ.get("CDCMIRROR_DEV_ADMIN_PASSWORD", "cdcmirror_admin")
 CDC = os.environ.get("CDCMIRROR_DEV_CDC_PASSWORD", "cdc_dev_secret")

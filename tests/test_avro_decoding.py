@@ -18,7 +18,8 @@ import pytest
 from fastavro import parse_schema, schemaless_writer
 
 from cdcmirror.bootstrap.connector import converter_settings
-from cdcmirror.config_sections import Kafka
+from cdcmirror.clients.registry import SchemaRegistry
+from cdcmirror.config.settings import Kafka
 from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.mirror.avro import (
     AvroDecodeError,
@@ -27,7 +28,6 @@ from cdcmirror.mirror.avro import (
 )
 from cdcmirror.mirror.carriers import carrier_of_field, iceberg_of_field
 from cdcmirror.mirror.evolution import plan_evolution, row_fields
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cdcmirror.catalog_properties import pyiceberg_properties, spark_catalog_conf
 from cdcmirror.config import load_config
+from cdcmirror.config.catalog import pyiceberg_properties, spark_catalog_conf
 
 
 def test_embedded_default_is_the_same_catalog_on_both_sides(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_job_serves() -> None:
     from prometheus_client import generate_latest
 
     from cdcmirror.metrics import MirrorMetrics
-    from cdcmirror.spark.stats import TableStats
+    from cdcmirror.mirror.stats import TableStats
 
     metrics = MirrorMetrics()
     stats = TableStats("db.t", events=1, inserts=1, table_seconds=1.0)
@@ -93,8 +93,8 @@ def test_the_compose_cluster_job_runs_the_native_profile_settings() -> None:
     """compose's mirror job (cluster.toml) is a valid config with the native profile's
     catalog properties (compose service names for 127.0.0.1), the checkpoint on s3a://,
     the Spark master of the compose cluster; its image runs the pinned pyspark."""
-    from cdcmirror.catalog_properties import pyiceberg_properties
     from cdcmirror.config import load_config
+    from cdcmirror.config.catalog import pyiceberg_properties
     from cdcmirror.stack import cluster, s3
 
     config = load_config(COMPOSE.parent / "cluster.toml", environ={})

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from cdcmirror.connect_client import ConnectClient, momentary
+from cdcmirror.clients.connect import ConnectClient, momentary
 from cdcmirror.exceptions import ConnectorError
 
 STALE = (

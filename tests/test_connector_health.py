@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cdcmirror.connector_health import status_problem
+from cdcmirror.health.connector import status_problem
 
 URL = "http://127.0.0.1:8083"
 

@@ -9,10 +9,10 @@ import pytest
 
 from cdcmirror.bootstrap.connector import plan_connector
 from cdcmirror.config import load_config
+from cdcmirror.config.kafka_security import librdkafka_conf, spark_kafka_options
+from cdcmirror.config.masking import redacted
 from cdcmirror.connectors import write_secret_file
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.kafka_security import librdkafka_conf, spark_kafka_options
-from cdcmirror.redaction import redacted
 from cdcmirror.source.connection import source_url
 from cdcmirror.source.type_parsing import parse_mysql_type
 from cdcmirror.source_model import SourceCatalog, SourceColumn, SourceTable

@@ -70,6 +70,45 @@ def test_only_the_command_line_imports_the_commands() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+# The layers, top to bottom: what wires things together, the adapters (one SDK or outside
+# system each), and the pure core (every other unit: rules, SQL text, types, settings).
+WIRING = frozenset({"cli", "commands", "health", "submit"})
+ADAPTERS = frozenset(
+    {"spark", "catalog", "source", "stack", "clients", "jvm", "checkpoint_store", "metrics"}
+)
+# the few adapters that use another, and why
+SIDEWAYS = {
+    ("spark", "jvm"): "a Spark session starts with the jars `jars resolve` fetched",
+    ("stack", "jvm"): "the stack runs the jars `jars resolve` fetched",
+    ("stack", "clients"): "its health checks speak the services' own APIs",
+}
+
+
+def _layer(module: str) -> str:
+    name = unit(module).removeprefix("cdcmirror.")
+    return "wiring" if name in WIRING else "adapter" if name in ADAPTERS else "core"
+
+
+def test_imports_run_one_way() -> None:
+    """Wiring imports adapters and core, adapters import core, the core imports neither: a
+    rule of the core can be read, and tested, without a service or an SDK."""
+    wrong = []
+    for source, targets in imports().items():
+        for target in targets:
+            here, there = _layer(source), _layer(target)
+            pair = (
+                unit(source).removeprefix("cdcmirror."),
+                unit(target).removeprefix("cdcmirror."),
+            )
+            if here == "core" and there != "core":
+                wrong.append(f"{source} (core) imports {target} ({there})")
+            elif here == "adapter" and there == "wiring":
+                wrong.append(f"{source} (adapter) imports {target} ({there})")
+            elif here == there == "adapter" and pair[0] != pair[1] and pair not in SIDEWAYS:
+                wrong.append(f"{source} imports the adapter {target}: list it in SIDEWAYS, why")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 # Each SDK is imported in one place (DESIGN.md, "Where each library lives"): the package or
 # module that adapts it, so that the rest of cdcmirror depends on cdcmirror's own types.
 SDK_HOMES = {
@@ -81,6 +120,7 @@ SDK_HOMES = {
     "pymysql": ("cdcmirror.source",),
     "confluent_kafka": ("cdcmirror.stack.health",),
     "fastavro": (),
+    "pydantic": ("cdcmirror.config",),
 }
 
 

@@ -14,7 +14,7 @@ from cdcmirror.commands.mirror import serve_metrics
 from cdcmirror.config import load_config
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.metrics import MirrorMetrics
-from cdcmirror.spark.stats import TableStats
+from cdcmirror.mirror.stats import TableStats
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -9,7 +9,7 @@ import pytest
 
 from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.bootstrap.plan import carrier_with_scale
-from cdcmirror.config_sections import Kafka
+from cdcmirror.config.settings import Kafka, KafkaFormat
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.carriers import (
     CarrierError,
@@ -230,7 +230,7 @@ def test_toast_columns_and_dedupe_only_for_postgresql() -> None:
 
 
 def test_schemaless_format_turns_converter_schemas_off() -> None:
-    def kafka(fmt: str) -> Kafka:
+    def kafka(fmt: KafkaFormat) -> Kafka:
         return Kafka(bootstrap_servers="k:9092", format=fmt, schema_registry_url="")
 
     assert converter_settings(kafka("json")) == {}

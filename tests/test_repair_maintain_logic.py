@@ -9,11 +9,11 @@ import pytest
 
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.maintain.report import result_json, result_text
+from cdcmirror.maintain.run import FileCounts, TableMaintenance
 from cdcmirror.reconcile.canonical import row_shape
-from cdcmirror.repair.plan import key_filter, keys_from_report, snapshot_signal
+from cdcmirror.reconcile.repair import key_filter, keys_from_report, snapshot_signal
 from cdcmirror.source_model import SourceType
 from cdcmirror.spark.iceberg import is_conflict, retry_on_conflict
-from cdcmirror.spark.maintenance.maintain import FileCounts, TableMaintenance
 
 INT = SourceType("bigint", "bigint")
 TEXT = SourceType("text", "text")

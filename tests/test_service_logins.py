@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from cdcmirror.bootstrap.connector import converter_settings
+from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.config import load_config
-from cdcmirror.config_sections import Connect
-from cdcmirror.connect_client import ConnectClient
+from cdcmirror.config.masking import redacted
+from cdcmirror.config.settings import Connect
 from cdcmirror.connectors import write_secret_file
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.redaction import redacted
 from cdcmirror.stack import layout
 from cdcmirror.stack_login import ensure_login, login_file
 

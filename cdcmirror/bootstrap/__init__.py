@@ -1,2 +1,2 @@
 """``cdcmirror bootstrap``: discover the source, create the Iceberg tables, register the
-Debezium connector."""
+Debezium connector; and ``cdcmirror teardown``, which removes them (``teardown.py``)."""

@@ -12,18 +12,17 @@ from typing import Any
 
 from cdcmirror import dialects
 from cdcmirror.config import Config
-from cdcmirror.config_sections import Kafka
+from cdcmirror.config.kafka_security import history_client_settings
+from cdcmirror.config.settings import Kafka
 from cdcmirror.connectors import (
     REGISTRY_PASSWORD,
     SASL_PASSWORD,
     password_reference,
     render_connector,
 )
+from cdcmirror.dialects.postgresql import PUBLICATION
 from cdcmirror.exceptions import ConfigError, SourceError
-from cdcmirror.jvm.java_parts import MARIADB_UUID_CLASS
-from cdcmirror.kafka_security import history_client_settings
 from cdcmirror.mirror.spec import MirrorTable
-from cdcmirror.source.postgresql import PUBLICATION
 from cdcmirror.source_model import SourceCatalog
 
 
@@ -212,6 +211,8 @@ def plan_connector(
 
 
 UUID_CONVERTER = "cdcmirror_uuid"
+# the converter of MariaDB UUID columns that `jars resolve` builds (``jvm/java_parts.py``)
+MARIADB_UUID_CLASS = "io.cdcmirror.debezium.MariaDbUuidConverter"
 
 
 def uuid_converter_settings(catalog: SourceCatalog) -> dict[str, str]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.catalog_properties import (
+from cdcmirror.config import Config
+from cdcmirror.config.catalog import (
     CATALOG_NAME,
     ensure_embedded_catalog_dirs,
     pyiceberg_properties,
 )
-from cdcmirror.config import Config
 
 
 def load_catalog(config: Config) -> Any:

@@ -232,10 +232,10 @@ def teardown_cmd(
     """Remove the mirror: its Debezium connector and PostgreSQL replication slot (which
     otherwise holds WAL until the source's disk is full), its signal rows; with flags its
     topics, checkpoint and Iceberg tables. Exit 1 when something could not be removed."""
+    from cdcmirror.bootstrap.teardown import plan_teardown
     from cdcmirror.commands.teardown import execute, gather
     from cdcmirror.config import load_config
     from cdcmirror.exceptions import ConfigError
-    from cdcmirror.teardown.plan import plan_teardown
 
     config = load_config(ctx.obj["config_path"])
     steps = plan_teardown(gather(config), topics, checkpoint, tables)
@@ -281,7 +281,7 @@ def maintain_cmd(ctx: click.Context, tables: tuple[str, ...]) -> None:
 
 @cli.group("config")
 def config_group() -> None:
-    """Inspect the effective configuration."""
+    """The effective configuration, and the reference of every setting."""
 
 
 @config_group.command("show")
@@ -290,7 +290,15 @@ def config_group() -> None:
 def config_show(ctx: click.Context) -> None:
     """Print the effective configuration, secrets masked."""
     from cdcmirror.config import load_config
-    from cdcmirror.redaction import redacted
+    from cdcmirror.config.masking import redacted
 
     config = load_config(ctx.obj["config_path"])
     click.echo(json.dumps(redacted(config), indent=2))
+
+
+@config_group.command("reference")
+def config_reference() -> None:
+    """Print every setting: its key, variable, type, default and what it does (Markdown)."""
+    from cdcmirror.config.reference import reference_markdown
+
+    click.echo(reference_markdown(), nl=False)

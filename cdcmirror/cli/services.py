@@ -152,9 +152,9 @@ def check(ctx: click.Context) -> None:
     debezium = sorted(p for p in plugins if p.startswith("io.debezium."))
     click.echo(f"connect  ok  {connect}  ({len(debezium)} Debezium connectors)")
     from cdcmirror.bootstrap.connector import connector_name
-    from cdcmirror.connect_client import ConnectClient
-    from cdcmirror.connector_health import connector_problem
+    from cdcmirror.clients.connect import ConnectClient
     from cdcmirror.exceptions import ConnectorError
+    from cdcmirror.health.connector import connector_problem
 
     name = connector_name(config.source.name)
     problem = None
@@ -166,7 +166,7 @@ def check(ctx: click.Context) -> None:
             click.echo(f"connector ok {name} RUNNING")
     binlog = None
     if dialects.of(config.source.dialect).binlog:
-        from cdcmirror.binlog_health import binlog_health
+        from cdcmirror.health.binlog import binlog_health
         from cdcmirror.source.connection import open_engine
 
         engine = open_engine(config.source)

@@ -11,10 +11,10 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from cdcmirror.config_sections import Connect
+from cdcmirror.clients.http_auth import basic_auth
+from cdcmirror.config.masking import mask_url_password
+from cdcmirror.config.settings import Connect
 from cdcmirror.exceptions import ConfigError, ConnectorError, ServiceUnavailableError
-from cdcmirror.http_auth import basic_auth
-from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from cdcmirror.clients.http_auth import basic_auth
+from cdcmirror.config.masking import mask_url_password
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError
-from cdcmirror.http_auth import basic_auth
-from cdcmirror.masking import mask_url_password
 
 NOT_FOUND_RETRIES = (0.5, 1.0, 2.0)  # seconds between the asks for an id answered 404
 

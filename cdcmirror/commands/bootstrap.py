@@ -16,7 +16,7 @@ from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.desired import desired_tables
 from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, carrier_drift, plan_table
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
-from cdcmirror.catalog_properties import embedded_catalog_paths
+from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.commands.initial_load import (
     LoadContext,
     LoadDecision,
@@ -27,7 +27,8 @@ from cdcmirror.commands.initial_load import (
 from cdcmirror.commands.kafka_access import require_login
 from cdcmirror.commands.streams import apply_stream_plans, plan_streams
 from cdcmirror.config import Config
-from cdcmirror.connect_client import ConnectClient
+from cdcmirror.config.catalog import embedded_catalog_paths
+from cdcmirror.config.masking import mask_url_password
 from cdcmirror.connectors import masked, write_secret_file
 from cdcmirror.exceptions import (
     ConnectorError,
@@ -35,7 +36,6 @@ from cdcmirror.exceptions import (
 )
 from cdcmirror.load.plan import PENDING, SPARK, LoadChoice, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
-from cdcmirror.masking import mask_url_password
 from cdcmirror.source.connection import source_url
 from cdcmirror.source_model import SourceCatalog
 from cdcmirror.table_properties import CARRIERS_PROPERTY, LOAD_PROPERTY

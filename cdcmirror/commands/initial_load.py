@@ -184,8 +184,8 @@ def snapshot_session_init(snapshot: str) -> str:
 def _load_mysql(
     ctx: LoadContext, loads: list[TableLoad], report: LoadReport, connector: str
 ) -> None:
-    from cdcmirror.binlog_health import connector_position
-    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.clients.connect import ConnectClient
+    from cdcmirror.health.binlog import connector_position
     from cdcmirror.source.load_reads import binlog_position
 
     client = ConnectClient.of(ctx.config.connect)

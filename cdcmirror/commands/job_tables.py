@@ -82,7 +82,7 @@ def refuse_uuids_without_converter(config: Config, tables: list[MirrorTable]) ->
     """Stop before mirroring MariaDB UUID columns that the registered connector reads
     without cdcmirror's converter: a value ending in zero bytes would arrive shifted."""
     from cdcmirror.bootstrap.connector import connector_name, missing_uuid_converter
-    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.clients.connect import ConnectClient
 
     name = connector_name(config.source.name)
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from cdcmirror.config import Config
+from cdcmirror.config.kafka_security import librdkafka_conf, spark_kafka_options
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.kafka_security import librdkafka_conf, spark_kafka_options
 
 
 def client_conf(config: Config) -> dict[str, Any]:

@@ -7,20 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from cdcmirror.config import Config
+from cdcmirror.maintain.run import MaintainSettings, TableMaintenance
 from cdcmirror.mirror.positions import source_length
-from cdcmirror.spark.maintenance.maintain import MaintainSettings, TableMaintenance
 
 
 def settings_of(config: Config) -> MaintainSettings:
-    return MaintainSettings(
-        target_file_size_mb=config.maintain.target_file_size_mb,
-        min_input_files=config.maintain.min_input_files,
-        snapshot_retention_hours=float(config.maintain.snapshot_retention_hours),
-        retain_last=config.maintain.retain_last,
-        orphan_age_hours=float(config.maintain.orphan_age_hours),
-        tombstone_retention_hours=float(config.maintain.tombstone_retention_hours),
-        position_length=source_length(config.source.dialect),
-    )
+    return MaintainSettings.of(config.maintain, source_length(config.source.dialect))
 
 
 def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> list[str]:

@@ -22,7 +22,7 @@ from cdcmirror.commands.job_tables import (
 from cdcmirror.commands.kafka_access import client_conf, require_login, spark_options
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError, ConfigError, ServiceUnavailableError
-from cdcmirror.mirror.connector_watch import ConnectorWatch
+from cdcmirror.health.connector_watch import ConnectorWatch
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.spec import MirrorTable, carriers_json, mirror_table
 from cdcmirror.table_properties import CARRIERS_PROPERTY
@@ -84,9 +84,9 @@ def build_applier(
     (``mirror/checkpoint.batch_ranges``); ``known``: the row schemas earlier runs applied
     (:func:`remembered_schemas`)."""
     from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.clients.registry import SchemaRegistry
     from cdcmirror.commands.maintain import settings_of
-    from cdcmirror.connector_health import connector_problem
-    from cdcmirror.mirror.registry import SchemaRegistry
+    from cdcmirror.health.connector import connector_problem
     from cdcmirror.spark.cdc.batch import Applier, ApplierOptions, CatalogHooks
     from cdcmirror.spark.maintenance.job import JobMaintenance
 
@@ -104,8 +104,8 @@ def build_applier(
     registry = SchemaRegistry(url, auth=auth) if cdc_avro or stream_avro else None
     options = ApplierOptions(
         schemas=config.kafka.with_schemas,
-        soft_deletes=config.mirror.deletes == "soft",
-        fail_on_dead_letter=config.mirror.dead_letter == "fail",
+        soft_deletes=config.mirror.soft_deletes,
+        fail_on_dead_letter=config.mirror.fail_on_dead_letter,
         internal_namespace=internal_namespace(config),
         parallelism=config.mirror.parallelism,
         maintenance=JobMaintenance(
@@ -245,12 +245,12 @@ def watch(config: Config, source_check: SourceCheck | None = None) -> ConnectorW
 @contextmanager
 def source_settings_check(config: Config) -> Iterator[SourceCheck | None]:
     """What the source loses before Kafka (MySQL/MariaDB binlog settings, the connector's
-    place in the binlog history: ``binlog_health.py``), over one engine for the job."""
+    place in the binlog history: ``health/binlog.py``), over one engine for the job."""
     if not dialects.of(config.source.dialect).binlog:
         yield None
         return
-    from cdcmirror.binlog_health import binlog_health
     from cdcmirror.bootstrap.connector import connector_name
+    from cdcmirror.health.binlog import binlog_health
     from cdcmirror.source.connection import open_engine
 
     try:

@@ -199,7 +199,7 @@ def reconcile(
     from cdcmirror.catalog import load_catalog
     from cdcmirror.commands.job_tables import cdc_tables
     from cdcmirror.commands.kafka_access import require_login
-    from cdcmirror.connector_health import connector_problem
+    from cdcmirror.health.connector import connector_problem
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.counts import SourceReader
     from cdcmirror.source.discovery import discover
@@ -229,7 +229,7 @@ def reconcile(
         run.snapshots(catalog)
         binlog = None
         if dialects.of(config.source.dialect).binlog:
-            from cdcmirror.binlog_health import binlog_health
+            from cdcmirror.health.binlog import binlog_health
 
             binlog = binlog_health(engine, config.connect, connector_name(config.source.name))
     finally:

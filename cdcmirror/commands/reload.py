@@ -82,7 +82,7 @@ def reload_table(
                 dialect=config.source.dialect,
                 estimates=estimated_rows(engine, config.source.dialect, [t.source]),
                 on_progress=on_progress,
-                keep_deleted=config.mirror.deletes == "soft",
+                keep_deleted=config.mirror.soft_deletes,
             )
             report = LoadReport("spark", sum(ctx.estimates.values()))
             progress(f"{t.identifier}: re-loading {t.source} by Spark")

@@ -28,7 +28,7 @@ from cdcmirror.exceptions import ConfigError, ConnectorError, LeaseHeldError, No
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import NULL_MARK, SEPARATOR, RowShape
-from cdcmirror.repair.plan import (
+from cdcmirror.reconcile.repair import (
     SIGNAL_TYPE,
     RepairKeys,
     key_filter,
@@ -181,7 +181,7 @@ def _reread(
 def _signal_table_read(config: Config, source_catalog: SourceCatalog) -> str:
     """The source's signal table, once the registered connector is known to read it."""
     from cdcmirror.bootstrap.connector import connector_name
-    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.clients.connect import ConnectClient
     from cdcmirror.source.discovery import signal_table_name
 
     dialect = config.source.dialect
@@ -226,7 +226,7 @@ def _remove(config: Config, table: MirrorTable, shape: RowShape, keys: list[dict
 
     mirror = MirrorTables(build_spark_session(config, "cdcmirror-repair"))
     rows = mirror.positions(table.identifier, shape, key_filter("spark", shape, keys))
-    soft = config.mirror.deletes == "soft"
+    soft = config.mirror.soft_deletes
     graves = TombstoneTables(internal_namespace(config))
     mirror.delete_unchanged(table, shape, rows, soft, graves)
     return len(rows)

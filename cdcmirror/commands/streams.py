@@ -14,8 +14,8 @@ from typing import Any
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
+from cdcmirror.config.masking import mask_url_password
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.masking import mask_url_password
 from cdcmirror.spark.streams.apply import StreamTable
 from cdcmirror.streams.schema import (
     KAFKA_NAMES,
@@ -76,7 +76,7 @@ def stream_topics(config: Config, spec: StreamSpec) -> list[str]:
 
 def _wanted_columns(config: Config, spec: StreamSpec) -> tuple[list[IcebergColumn], str]:
     if spec.format == "avro":
-        from cdcmirror.mirror.registry import SchemaRegistry
+        from cdcmirror.clients.registry import SchemaRegistry
 
         url = config.kafka.schema_registry_url
         registry = SchemaRegistry(url, retries=(), auth=config.kafka.registry_auth)

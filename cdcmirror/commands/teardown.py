@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable
 
 from cdcmirror import dialects
+from cdcmirror.bootstrap.teardown import Step, TeardownFacts
 from cdcmirror.commands.kafka_access import client_conf
 from cdcmirror.config import Config
 from cdcmirror.exceptions import CdcMirrorError
-from cdcmirror.teardown.plan import Step, TeardownFacts
 
 logger = logging.getLogger(__name__)
 
@@ -18,8 +18,8 @@ def gather(config: Config) -> TeardownFacts:
     from cdcmirror.bootstrap.connector import connector_name, slot_name
     from cdcmirror.catalog import load_catalog
     from cdcmirror.checkpoint_store import checkpoint_files
+    from cdcmirror.clients.connect import ConnectClient
     from cdcmirror.commands.job_tables import internal_namespace
-    from cdcmirror.connect_client import ConnectClient
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.discovery import signal_table_name
     from cdcmirror.source.signal import existing_signal_table
@@ -85,7 +85,7 @@ def execute(
 
 def _run(config: Config, step: Step) -> None:
     if step.kind == "connector":
-        from cdcmirror.connect_client import ConnectClient
+        from cdcmirror.clients.connect import ConnectClient
 
         client = ConnectClient.of(config.connect)
         # Kafka Connect keeps a deleted connector's offsets, and a connector registered again

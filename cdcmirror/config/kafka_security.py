@@ -10,7 +10,7 @@ config-provider reference so that it never sits in clear in Connect's config top
 
 from __future__ import annotations
 
-from cdcmirror.config_sections import Kafka
+from cdcmirror.config.settings import Kafka
 
 JAAS_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -23,12 +23,13 @@ HISTORY_PREFIXES = ("schema.history.internal.producer.", "schema.history.interna
 def librdkafka_conf(kafka: Kafka) -> dict[str, str]:
     """The confluent-kafka client settings: brokers, protocol, login, CA.
 
-    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem")
+    >>> k = Kafka(bootstrap_servers="b:9094", security_protocol="SASL_SSL", sasl_username="u",
+    ...           sasl_password="p", ssl_ca_location="/ca.pem")
     >>> sorted(librdkafka_conf(k).items())  # doctest: +NORMALIZE_WHITESPACE
     [('bootstrap.servers', 'b:9094'), ('sasl.mechanism', 'SCRAM-SHA-512'),
      ('sasl.password', 'p'), ('sasl.username', 'u'), ('security.protocol', 'SASL_SSL'),
      ('ssl.ca.location', '/ca.pem')]
-    >>> librdkafka_conf(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", ""))
+    >>> librdkafka_conf(Kafka(bootstrap_servers="b:9092"))
     {'bootstrap.servers': 'b:9092'}
     """
     conf = {"bootstrap.servers": kafka.bootstrap_servers}
@@ -62,14 +63,15 @@ def java_client_conf(kafka: Kafka, password: str | None = None) -> dict[str, str
     """The security settings of a Java Kafka client (without the brokers); ``password``
     stands in for the configured one (a provider reference in a connector config).
 
-    >>> k = Kafka("b:9094", "json", "", "SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem")
+    >>> k = Kafka(bootstrap_servers="b:9094", security_protocol="SASL_SSL", sasl_username="u",
+    ...           sasl_password="p", ssl_ca_location="/ca.pem")
     >>> sorted(java_client_conf(k, "${env:P}"))  # doctest: +NORMALIZE_WHITESPACE
     ['sasl.jaas.config', 'sasl.mechanism', 'security.protocol', 'ssl.truststore.location',
      'ssl.truststore.type']
     """
     if kafka.security_protocol == "PLAINTEXT":
         return {}
-    conf = {"security.protocol": kafka.security_protocol}
+    conf: dict[str, str] = {"security.protocol": kafka.security_protocol}
     if kafka.sasl:
         secret = kafka.sasl_password if password is None else password
         conf["sasl.mechanism"] = kafka.sasl_mechanism
@@ -84,7 +86,7 @@ def spark_kafka_options(kafka: Kafka) -> dict[str, str]:
     """Spark's Kafka source options: the brokers and the ``kafka.``-prefixed client
     settings. Spark redacts the JAAS line in its logs and UI (the value names a password).
 
-    >>> spark_kafka_options(Kafka("b:9092", "json", "", "PLAINTEXT", "PLAIN", "", "", ""))
+    >>> spark_kafka_options(Kafka(bootstrap_servers="b:9092"))
     {'kafka.bootstrap.servers': 'b:9092'}
     """
     conf = {"bootstrap.servers": kafka.bootstrap_servers, **java_client_conf(kafka)}

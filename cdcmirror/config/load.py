@@ -1,10 +1,13 @@
-"""The TOML configuration: defaults, environment overrides, validation. Pure apart from reading.
+"""The configuration loaded: the declared defaults (``settings.py``), then the TOML file, then
+the ``CDCMIRROR_<SECTION>__<KEY>`` variables (nested tables add more ``__<KEY>`` parts),
+any string key read from a file instead (``files.py``). Pure apart from reading.
 
-Every key can be overridden by ``CDCMIRROR_<SECTION>__<KEY>`` (nested tables add more
-``__<KEY>`` parts), and read from a file instead (``config_files.py``). Secrets
-(``source.password``) should come from the environment or a file; they are never included
-in what :func:`cdcmirror.redaction.redacted` returns.
-"""
+A key that is not declared, in the file or in a ``CDCMIRROR_`` variable, stops with exit 2
+naming it, as does a value of the wrong type or outside its choices: the message names the
+file or the variable it came from. pydantic-settings is not used for this: it ignores a
+misspelled ``CDCMIRROR_`` variable (even with ``extra="forbid"``), reads a secret file per
+field from one directory rather than ``<KEY>_FILE``, and reports a value without where it
+came from."""
 
 from __future__ import annotations
 
@@ -13,11 +16,15 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from cdcmirror.config_files import FILE_SUFFIX, file_stem, file_value, table_with_files
-from cdcmirror.config_schema import CHOICES, DEFAULTS, SCHEMA
-from cdcmirror.config_sections import (
+from pydantic import ValidationError
+
+from cdcmirror.config.files import FILE_SUFFIX, file_stem, file_value, table_with_files
+from cdcmirror.config.s3a import is_url
+from cdcmirror.config.settings import (
+    BY_NAME,
+    STREAMS,
     Bootstrap,
     Connect,
     Iceberg,
@@ -25,28 +32,27 @@ from cdcmirror.config_sections import (
     Maintain,
     Mirror,
     Reconcile,
+    Section,
     Source,
     Spark,
 )
 from cdcmirror.exceptions import ConfigError
-from cdcmirror.s3a_settings import is_url
 from cdcmirror.streams.spec import StreamSpec, parse_streams
 
 ENV_PREFIX = "CDCMIRROR_"
-STREAMS = "streams"  # [[streams]]: an array of tables, not a section
 DEFAULT_CONFIG_FILE = "cdcmirror.toml"
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
+Kind = Literal["str", "choice", "bool", "int", "list", "table"]
+
 
 @dataclass(frozen=True)
 class Config:
-    """The validated configuration, a typed section per TOML table (``config.kafka.format``;
-    ``config_sections``); ``values`` is the same as plain tables (for printing, redacted);
+    """The validated configuration, a typed section per TOML table (``config.kafka.format``);
     ``base_dir`` anchors relative paths."""
 
-    values: Mapping[str, Mapping[str, Any]] = field(repr=False)  # holds the secrets too
     base_dir: Path
     source: Source
     kafka: Kafka
@@ -60,6 +66,25 @@ class Config:
     source_file: Path | None = None
     overrides: tuple[str, ...] = field(default=())
     streams: tuple[StreamSpec, ...] = ()  # [[streams]]: plain event topics
+
+    def sections(self) -> tuple[Section, ...]:
+        return (
+            self.source,
+            self.kafka,
+            self.connect,
+            self.bootstrap,
+            self.iceberg,
+            self.mirror,
+            self.reconcile,
+            self.maintain,
+            self.spark,
+        )
+
+    @property
+    def values(self) -> dict[str, dict[str, Any]]:
+        """The sections as plain tables (lists as lists), secrets included: print them only
+        through ``masking.redacted``."""
+        return {s.NAME: _plain(s) for s in self.sections()}
 
     def path(self, section: str, key: str) -> Path:
         """A path-valued key, relative to ``base_dir`` unless absolute."""
@@ -77,74 +102,104 @@ class Config:
         return self.base_dir / ".cdcmirror"
 
 
-def _coerce(section: str, key: str, kind: str, value: Any, origin: str) -> Any:
-    if kind == "str":
+def _plain(section: Section) -> dict[str, Any]:
+    out = {}
+    for key in type(section).model_fields:
+        value = getattr(section, key)
+        out[key] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def kind_of(section: type[Section], key: str) -> Kind:
+    """What a declared key takes, from its annotation."""
+    annotation = section.model_fields[key].annotation
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return "choice"
+    if origin is tuple:
+        return "list"
+    if annotation is bool:
+        return "bool"
+    if annotation is int:
+        return "int"
+    if annotation is str:
+        return "str"
+    return "table"
+
+
+def choices_of(section: type[Section], key: str) -> tuple[str, ...]:
+    """The words a choice takes (empty for any other key)."""
+    annotation = section.model_fields[key].annotation
+    return tuple(get_args(annotation)) if get_origin(annotation) is Literal else ()
+
+
+def _coerce(section: type[Section], key: str, value: Any, origin: str) -> Any:
+    """A value from the file or the environment as its key's type, or exit 2 naming it."""
+    kind, name = kind_of(section, key), f"{section.NAME}.{key}"
+    if kind in ("str", "choice"):
         if not isinstance(value, str):
-            raise ConfigError(f"{origin}: {section}.{key} must be a string, got {value!r}")
-        choices = CHOICES.get((section, key))
+            raise ConfigError(f"{origin}: {name} must be a string, got {value!r}")
+        choices = choices_of(section, key)
         if choices and value not in choices:
-            raise ConfigError(
-                f"{origin}: {section}.{key} = {value!r} is not one of {', '.join(choices)}"
-            )
+            raise ConfigError(f"{origin}: {name} = {value!r} is not one of {', '.join(choices)}")
         return value
     if kind == "bool":
         if isinstance(value, str) and value.lower() in TRUE_WORDS + FALSE_WORDS:
             return value.lower() in TRUE_WORDS
         if not isinstance(value, bool):
-            raise ConfigError(f"{origin}: {section}.{key} must be true or false, got {value!r}")
+            raise ConfigError(f"{origin}: {name} must be true or false, got {value!r}")
         return value
     if kind == "int":
         if isinstance(value, str) and value.strip().isdigit():
             return int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigError(f"{origin}: {section}.{key} must be an integer, got {value!r}")
+            raise ConfigError(f"{origin}: {name} must be an integer, got {value!r}")
         return value
     if kind == "list":
         if isinstance(value, str):  # from the environment: comma-separated
             return [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{origin}: {section}.{key} must be a list of strings")
+            raise ConfigError(f"{origin}: {name} must be a list of strings")
         return list(value)
-    if kind == "table":
-        if not isinstance(value, dict):
-            raise ConfigError(f"{origin}: [{section}.{key}] must be a table")
-        return {str(k): v for k, v in value.items()}
-    raise AssertionError(kind)
+    if not isinstance(value, dict):
+        raise ConfigError(f"{origin}: [{name}] must be a table")
+    return {str(k): v for k, v in value.items()}
 
 
-def _merge_file(
-    values: dict[str, dict[str, Any]], data: Mapping[str, Any], origin: str, base_dir: Path
-) -> None:
-    for section, body in data.items():
-        if section == STREAMS:
+Values = dict[str, dict[str, Any]]  # section -> key -> value, as the file and variables set them
+
+
+def _merge_file(values: Values, data: Mapping[str, Any], origin: str, base_dir: Path) -> None:
+    for name, body in data.items():
+        if name == STREAMS:
             continue  # an array of tables: _raw_streams
-        if section not in SCHEMA:
+        section = BY_NAME.get(name)
+        if section is None:
             raise ConfigError(
-                f"{origin}: unknown section [{section}]; known sections: "
-                f"{', '.join(sorted(SCHEMA))}"
+                f"{origin}: unknown section [{name}]; known sections: {', '.join(sorted(BY_NAME))}"
             )
         if not isinstance(body, dict):
-            raise ConfigError(f"{origin}: {section} must be a table ([{section}])")
+            raise ConfigError(f"{origin}: {name} must be a table ([{name}])")
+        keys = section.model_fields
         for key, value in body.items():
-            kind = SCHEMA[section].get(key)
-            stem = file_stem(key, SCHEMA[section])
-            if kind is None and stem is not None and SCHEMA[section][stem] == "str":
+            stem = file_stem(key, keys)
+            if key not in keys and stem is not None and kind_of(section, stem) in ("str", "choice"):
                 if stem in body:
                     raise ConfigError(
-                        f"{origin}: {section}.{stem} and {section}.{key} are both set; keep one"
+                        f"{origin}: {name}.{stem} and {name}.{key} are both set; keep one"
                     )
-                content = file_value(f"{origin}: {section}.{key}", value, base_dir)
-                values[section][stem] = _coerce(section, stem, "str", content, origin)
+                content = file_value(f"{origin}: {name}.{key}", value, base_dir)
+                values[name][stem] = _coerce(section, stem, content, origin)
                 continue
-            if kind is None:
+            if key not in keys:
                 raise ConfigError(
-                    f"{origin}: unknown key {section}.{key}; keys of [{section}]: "
-                    f"{', '.join(sorted(SCHEMA[section]))}"
+                    f"{origin}: unknown key {name}.{key}; keys of [{name}]: "
+                    f"{', '.join(sorted(keys))}"
                 )
-            value = _coerce(section, key, kind, value, origin)
-            if kind == "table":
-                value = table_with_files(value, f"{origin}: [{section}.{key}]", base_dir)
-            values[section][key] = value
+            value = _coerce(section, key, value, origin)
+            if kind_of(section, key) == "table":
+                value = table_with_files(value, f"{origin}: [{name}.{key}]", base_dir)
+            values[name][key] = value
 
 
 def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: str) -> list[Any]:
@@ -171,10 +226,10 @@ def _raw_streams(data: Mapping[str, Any], environ: Mapping[str, str], origin: st
 def _from_file(
     environ: Mapping[str, str], name: str, parts: list[str], base_dir: Path
 ) -> tuple[str, str]:
-    """``CDCMIRROR_<SECTION>__<KEY>_FILE`` (``config_files.py``): the value it reads and the
-    key it sets; any other variable as it is."""
-    section, last, rest = parts[0], parts[-1], parts[2:]
-    stem = file_stem(last, None if rest else SCHEMA.get(section, {}))
+    """``CDCMIRROR_<SECTION>__<KEY>_FILE`` (``files.py``): the value it reads and the key it
+    sets; any other variable as it is."""
+    section, last, rest = BY_NAME.get(parts[0]), parts[-1], parts[2:]
+    stem = file_stem(last, None if rest else (section.model_fields if section else {}))
     raw = environ[name]
     if stem is None:
         return raw, last  # not a file's variable (an unknown key is reported by the caller)
@@ -183,9 +238,7 @@ def _from_file(
     return file_value(name, raw, base_dir), stem
 
 
-def _merge_env(
-    values: dict[str, dict[str, Any]], environ: Mapping[str, str], base_dir: Path
-) -> list[str]:
+def _merge_env(values: Values, environ: Mapping[str, str], base_dir: Path) -> list[str]:
     applied = []
     for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or "__" not in name:
@@ -196,68 +249,39 @@ def _merge_env(
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
         if len(parts) > 1:
             raw, parts[-1] = _from_file(environ, name, parts, base_dir)
-        section, key, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
-        kind = SCHEMA.get(section, {}).get(key)
-        if kind is None:
+        key, rest = parts[1] if len(parts) > 1 else "", parts[2:]
+        section = BY_NAME.get(parts[0])
+        if section is None or key not in section.model_fields:
             raise ConfigError(
-                f"environment variable {name} names unknown config key {section}.{key}; "
+                f"environment variable {name} names unknown config key {parts[0]}.{key}; "
                 "unset it or fix its name (CDCMIRROR_<SECTION>__<KEY>)"
             )
-        if kind == "table":
+        if kind_of(section, key) == "table":
             if not rest:
-                raise ConfigError(f"{name}: {section}.{key} is a table; name a key inside it")
-            target = values[section][key]
+                raise ConfigError(f"{name}: {section.NAME}.{key} is a table; name a key inside it")
+            target = values[section.NAME].setdefault(key, {})
             for part in rest[:-1]:
                 target = target.setdefault(part, {})
             target[rest[-1]] = raw
         else:
             if rest:
-                raise ConfigError(f"{name}: {section}.{key} has no sub-keys")
-            values[section][key] = _coerce(section, key, kind, raw, name)
+                raise ConfigError(f"{name}: {section.NAME}.{key} has no sub-keys")
+            values[section.NAME][key] = _coerce(section, key, raw, name)
         applied.append(name)
     return applied
 
 
-def _check_ranges(values: Mapping[str, Mapping[str, Any]]) -> None:
-    port = values["mirror"]["metrics_port"]
-    if not 0 <= port <= 65535:
-        raise ConfigError(
-            f"mirror.metrics_port = {port} is not a TCP port; use 1-65535, or 0 for no "
-            "metrics endpoint"
-        )
-    retention = values["maintain"]["tombstone_retention_hours"]
-    if retention < 0:
-        raise ConfigError(
-            f"maintain.tombstone_retention_hours = {retention} is negative; use the hours a "
-            "replay can reach back (at least the Kafka topics' retention), or 0 to keep "
-            "tombstones for ever"
-        )
-    version = values["iceberg"]["format_version"]
-    if version != 2:
-        reason = _FORMAT_REASONS.get(version, "is not an Iceberg format cdcmirror writes")
-        raise ConfigError(f"iceberg.format_version = {version} {reason}; use 2")
+S = TypeVar("S", bound=Section)
 
 
-# why each Iceberg format version but 2 is refused (``iceberg.format_version``)
-_FORMAT_REASONS = {
-    1: "has no row-level deletes, which every mirrored table's MERGE writes",
-    3: (
-        "(deletion vectors) is not supported yet: cdcmirror creates and evolves tables with "
-        "pyiceberg 0.12, which cannot write format-3 metadata (apache/iceberg-python#1551)"
-    ),
-}
-
-
-def _check_sasl(values: dict[str, dict[str, Any]]) -> None:
-    """SASL needs a Kafka user name and password."""
-    kafka = values["kafka"]
-    protocol = kafka["security_protocol"]
-    if protocol.startswith("SASL_") and not (kafka["sasl_username"] and kafka["sasl_password"]):
-        raise ConfigError(
-            f"kafka.security_protocol = {protocol!r} logs in with kafka.sasl_username and "
-            "kafka.sasl_password (or kafka.sasl_password_file, or the environment variable "
-            "CDCMIRROR_KAFKA__SASL_PASSWORD): set both"
-        )
+def _section(section: type[S], values: Values) -> S:
+    """The section built from the values set over its defaults; a rule of the declaration
+    that a value breaks (a range, a setting another needs) is exit 2 with its reason."""
+    try:
+        return section.model_validate(values[section.NAME])
+    except ValidationError as exc:
+        reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise ConfigError(reason) from None
 
 
 def load_config(
@@ -272,13 +296,7 @@ def load_config(
     """
     environ = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
-    values: dict[str, dict[str, Any]] = {
-        s: {
-            k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-            for k, v in body.items()
-        }
-        for s, body in DEFAULTS.items()
-    }
+    values: Values = {name: {} for name in BY_NAME}
     source_file, data = None, {}
     if path is None:
         candidate = cwd / DEFAULT_CONFIG_FILE
@@ -300,23 +318,20 @@ def load_config(
         _merge_file(values, data, str(source_file), source_file.parent)
     base_dir = source_file.parent if source_file is not None else cwd
     applied = _merge_env(values, environ, base_dir)
-    _check_ranges(values)
-    _check_sasl(values)
+    iceberg = _section(Iceberg, values)
     raw = _raw_streams(data, environ, str(source_file or "config"))
-    streams = parse_streams(raw, values["iceberg"]["namespace"])
     return Config(
-        values=values,
         base_dir=base_dir,
-        source=Source.of(values["source"]),
-        kafka=Kafka.of(values["kafka"]),
-        connect=Connect.of(values["connect"]),
-        bootstrap=Bootstrap.of(values["bootstrap"]),
-        iceberg=Iceberg.of(values["iceberg"]),
-        mirror=Mirror.of(values["mirror"]),
-        reconcile=Reconcile.of(values["reconcile"]),
-        maintain=Maintain.of(values["maintain"]),
-        spark=Spark.of(values["spark"]),
+        source=_section(Source, values),
+        kafka=_section(Kafka, values),
+        connect=_section(Connect, values),
+        bootstrap=_section(Bootstrap, values),
+        iceberg=iceberg,
+        mirror=_section(Mirror, values),
+        reconcile=_section(Reconcile, values),
+        maintain=_section(Maintain, values),
+        spark=_section(Spark, values),
         source_file=source_file,
         overrides=tuple(applied),
-        streams=streams,
+        streams=parse_streams(raw, iceberg.namespace),
     )

@@ -1,12 +1,18 @@
-"""Secrets made safe to print: the password inside a URL, the value of a key that names a
-secret. Pure, and imported by everything that prints what it was given (``config show``,
-error messages naming a service's URL)."""
+"""Secrets made safe to print: the keys the declaration marks secret, the password inside a
+URL, the value of a key that names a secret. Pure, and imported by everything that prints
+what it was given (``config show``, error messages naming a service's URL)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from cdcmirror.config.settings import SECRET, STREAMS, Section
+from cdcmirror.streams.spec import stream_dict
+
+if TYPE_CHECKING:
+    from cdcmirror.config.load import Config
 
 MASK = "***"
 
@@ -64,3 +70,28 @@ def mask_url_password(url: str) -> str:
         return url
     masked = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", url)
     return _QUERY_SECRET.sub(lambda m: f"{m.group(1)}{MASK}", masked)
+
+
+def secret_keys(section: type[Section]) -> frozenset[str]:
+    """The keys the declaration marks secret (``settings.setting(..., secret=True)``)."""
+    return frozenset(
+        key
+        for key, info in section.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get(SECRET)
+    )
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """The configuration as plain data with every secret masked, safe to print: the keys
+    declared secret, any key of a free-form table that names a secret, and the password
+    inside any URL (``user:password@host``, or a ``password=`` query parameter)."""
+    out: dict[str, Any] = {}
+    for section in config.sections():
+        secrets = secret_keys(type(section))
+        out[section.NAME] = {
+            key: (MASK if value else "") if key in secrets else masked_value(key, value)
+            for key, value in config.values[section.NAME].items()
+        }
+    if config.streams:
+        out[STREAMS] = [stream_dict(s) for s in config.streams]
+    return out

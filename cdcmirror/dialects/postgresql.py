@@ -8,6 +8,8 @@ from typing import Any
 from cdcmirror.dialects.base import CanonicalColumn, Dialect
 from cdcmirror.source_model import SourceType
 
+PUBLICATION = "cdcmirror"  # the publication the connector template reads
+
 _TEXT = frozenset(
     {
         "character varying",
@@ -254,8 +256,8 @@ one in a SQL string as an escape unless ``spark.sql.parser.escapedStringLiterals
 def first_of_sequence_sql(sequence: str) -> str:
     """The first item of ``source.sequence`` (a JSON array's text) as text, as
     ``get_json_object(sequence, '$[0]')`` gives it, but read with string functions when the
-    text has Debezium's own shape (:data:`SEQUENCE_PATTERN`): with a JSON parse per event
-    the position took 1.89 s per 2M events, with these 0.83 s (``benchmarks/position_sql.py``).
+    text has Debezium's own shape (:data:`SEQUENCE_PATTERN`): a JSON parse per event is the
+    larger part of reading a position (``benchmarks/position_sql.py``).
     Any other text is parsed as JSON, as before.
 
     >>> print(first_of_sequence_sql("s"))  # doctest: +NORMALIZE_WHITESPACE

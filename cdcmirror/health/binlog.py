@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cdcmirror.config_sections import Connect
-from cdcmirror.connect_client import ConnectClient
+from cdcmirror.clients.connect import ConnectClient
+from cdcmirror.config.settings import Connect
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.binlog_history import offset_problem
 from cdcmirror.source.binlog_settings import binlog_problems, read_binary_logs, read_binlog_settings

@@ -9,9 +9,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from cdcmirror.config_sections import Connect
+from cdcmirror.config.masking import mask_url_password
+from cdcmirror.config.settings import Connect
 from cdcmirror.exceptions import CdcMirrorError
-from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def connector_problem(connect: Connect, name: str) -> str | None:
     """``status_problem`` of the live connector. None too when it is not registered (e.g.
     bootstrap ``--no-connector``) or Connect cannot be reached (logged: ``check`` is the
     command that fails on that)."""
-    from cdcmirror.connect_client import ConnectClient
+    from cdcmirror.clients.connect import ConnectClient
 
     client = ConnectClient.of(connect, timeout=10.0)
     try:

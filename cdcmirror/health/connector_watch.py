@@ -17,9 +17,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from cdcmirror.config_sections import Connect
-from cdcmirror.connect_client import ConnectClient
-from cdcmirror.connector_health import RestartBackoff, failed, status_problem
+from cdcmirror.clients.connect import ConnectClient
+from cdcmirror.config.settings import Connect
+from cdcmirror.health.connector import RestartBackoff, failed, status_problem
 
 logger = logging.getLogger(__name__)
 

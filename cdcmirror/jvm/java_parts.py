@@ -146,6 +146,5 @@ MARIADB_UUID = JavaPart(
     lambda: _group_dir("debezium-mariadb"),
     "MariaDB UUID columns cannot be mirrored exactly",
 )
-MARIADB_UUID_CLASS = "io.cdcmirror.debezium.MariaDbUuidConverter"
 
 PARTS = (REST_LAUNCHER, MARIADB_UUID)  # beside local_fs.part(): built by `jars resolve`

@@ -2,7 +2,7 @@
 
 Without Hadoop's native library (pyspark ships none), Hadoop runs ``chmod`` in a new process
 for every local file and directory it creates and ``readlink`` for every rename through
-FileContext: 5-10 ms each on a small host, about 7 files per Iceberg commit (data, delete,
+FileContext: a process each, about 7 files per Iceberg commit (data, delete,
 manifests, manifest list, metadata, each with its checksum file) and 4 more per micro-batch
 in Spark's streaming checkpoint. The classes in ``java/local-fs/io/cdcmirror/hadoop`` set the same
 permissions with one system call. ``cdcmirror jars resolve`` compiles them with the JDK's

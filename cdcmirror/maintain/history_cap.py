@@ -2,10 +2,9 @@
 
 Every commit stays in the table's metadata JSON, about 1 KB with the batch's properties,
 until it is expired, and every load of the table and every commit reads or writes that
-file again. A job at a 1 s trigger adds up to 3,600 snapshots an hour to each busy table:
-measured (``benchmarks/snapshot_history.py``), a direct MERGE of 100 rows took 0.69 s at
-10 snapshots, 1.12 s at 3,600 (4.1 MB of metadata) and 1.65 s at 7,200 (8.2 MB), while a
-load of the table went from 3 ms to 162 ms. So the job expires each table's oldest
+file again. A job with a short trigger adds thousands of snapshots an hour to each busy
+table, and every commit and load grows with them (``benchmarks/snapshot_history.py``
+measures how much). So the job expires each table's oldest
 snapshots itself once it holds more than the cap plus a slack, down to the cap, and looks
 every ``check_every`` batches (each batch adds a few snapshots to a table at most: the
 MERGE, a TRUNCATE's two, the tombstones' own table)."""

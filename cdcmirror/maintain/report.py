@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdcmirror.spark.maintenance.maintain import FileCounts, TableMaintenance
+from cdcmirror.maintain.run import FileCounts, TableMaintenance
 
 
 def _mb(n: int) -> str:

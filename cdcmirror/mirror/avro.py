@@ -9,15 +9,31 @@ numbers and strings), so that one decoder (``envelope.py``) in Spark SQL serves 
 format; ``spark/avro_frames.py`` runs it. The Avro schema itself is turned into a Connect
 field schema, so that schema evolution reads it like the JSON converter's embedded schema.
 
-Pure: the registry lookups are in ``registry.py``.
+Pure: the registry's client (``clients/registry.py``) is what a batch is given as its
+``WriterSchemas``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 HEADER = 5  # magic byte 0, then the schema id as 4 big-endian bytes
+
+
+class WriterSchemas(Protocol):
+    """Where a batch finds the writer schemas its Avro records name by id."""
+
+    def schemas(self, ids: list[int]) -> dict[int, str]:
+        """The schema text of each id known; an unknown id is left out (its events are dead
+        letters)."""
+        ...
+
+    def latest_id(self, subject: str) -> int | None:
+        """The id of ``subject``'s newest schema; None when there is none."""
+        ...
+
+
 # a string read from an Avro body that is not UTF-8 (Spark's reader does not check them)
 NOT_UTF8 = "a string value is not UTF-8 text"
 

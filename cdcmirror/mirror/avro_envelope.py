@@ -7,7 +7,7 @@ Spark type: ``int`` an INT, ``long`` a BIGINT, ``float`` a FLOAT, ``double`` a D
 the wire types of the JSON converter's text (``carriers.wire_type``). When each field the
 decode reads is of a type that gives the same wire value, the envelope is built from the
 record's fields as they are (:meth:`AvroEnvelope.sql`), and no JSON text is written and parsed
-again (0.5-0.7 s of 100k events' decode):
+again (a large part of the decode):
 
 - ``int`` or ``long`` into a ``bigint`` (``int`` only into an ``int``);
 - ``double`` into a ``double``; ``float`` into a ``double`` only for a column stored as an

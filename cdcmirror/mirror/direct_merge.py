@@ -25,26 +25,24 @@ commit's summary agrees with them (:func:`inferred_deletes`); when it does not (
 earlier event was dead-lettered, a row was removed behind the mirror's back, a snapshot read
 among the changes), the deletes are counted against the snapshot the batch read
 (:func:`stored_deletes_sql`: the deletes broadcast, one scan of the stored key and
-position columns; 0.8-0.9 s of a 100-change batch's 2.1 s when it was taken every time).
+position columns, a large part of a small batch when it was taken every time).
 Two opposite disagreements in one batch (a key taken as stored that was not, another taken
 as not stored that was) would cancel out in the check: the batch line's split of its counts,
 never its rows, could then be off by them.
 With soft deletes (a stub row for a key never stored) such a batch is classified.
 
-A batch of any size into a table of any size goes direct (100k changes into 100k rows, one
-run each way: updates 7.7 s against 8.9 s classified, inserts into a warm table 6.0 against
-6.7 s). The MERGE reads no stored position (a nested column: Iceberg would read the scan row
-by row): the mark already proves every change newer, and a commit of another writer between
-the snapshot the mark was read on and the MERGE is found after it and its newer rows put back
-(``merge_sql.restore_sql``), as after a classified batch's MERGE. Its branches follow the
-batch's operations (:func:`branches`): a batch without a create has no NOT MATCHED branch
-(an inner join, which can broadcast the batch instead of shuffling the table's side), one of
-creates only no MATCHED branch (an anti join and an append). A change that meets what its
-first event did not say (an update of a key not stored, a create of a stored one: an earlier
-event of the key was dead-lettered) shows in the commit's summary (:func:`missed`), and the
-missing branch runs after it; so does a MERGE that wrote nothing, whose counts of the batch
-prove nothing (:func:`trusted`).
-"""
+A batch of any size into a table of any size goes direct: a big batch gains from it too
+(``benchmarks/merge_variants.py``). The MERGE reads no stored position (a nested column:
+Iceberg would read the scan row by row): the mark already proves every change newer, and a
+commit of another writer between the snapshot the mark was read on and the MERGE is found
+after it and its newer rows put back (``merge_sql.restore_sql``), as after a classified
+batch's MERGE. Its branches follow the batch's operations (:func:`branches`): a batch
+without a create has no NOT MATCHED branch (an inner join, which can broadcast the batch
+instead of shuffling the table's side), one of creates only no MATCHED branch (an anti join
+and an append). A change that meets what its first event did not say (an update of a key not
+stored, a create of a stored one: an earlier event of the key was dead-lettered) shows in
+the commit's summary (:func:`missed`), and the missing branch runs after it; so does a MERGE
+that wrote nothing, whose counts of the batch prove nothing (:func:`trusted`)."""
 
 from __future__ import annotations
 

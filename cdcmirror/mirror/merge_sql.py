@@ -10,8 +10,8 @@ tombstone table (``<namespace>__cdcmirror.<table>__deleted``); an older event fo
 arriving later (a replay) is then recognised as stale instead of resurrecting the row. The
 tombstones are appended (``tombstone_append_sql``: every delete recorded is newer than its
 key's tombstones, or it would be stale), so a key deleted again has a row per delete and the
-classification takes the newest (an append instead of a MERGE into the tombstones: 0.12 s
-against 0.44 s for a batch's 20 deletes, measured in one local Spark session).
+classification takes the newest (an append, which reads none of the tombstones a MERGE
+into them would).
 """
 
 from __future__ import annotations
@@ -60,13 +60,12 @@ def dedupe_sql(
     and the create's position for ``toast_chain.py``; else the stored value is kept.
     ``placeholders`` False: no event of the batch carries a placeholder (a direct batch,
     ``direct_merge.py``), so there is nothing to fill and no old key to name: the newest
-    event is kept as it is, without its placeholder flags (0.1-0.2 s of 100k events' dedupe).
+    event is kept as it is, without its placeholder flags (and without their work).
 
     Each key's events numbered newest first (positions end with the Kafka partition and
     offset: no two events tie), the first kept, the fills taken over all of the key's
     events: one shuffle of the columns used and one sort, against an aggregate of every
-    column into a struct, which sorts on both sides of its shuffle (0.5-0.6 s against
-    0.9-1.0 s for 100k decoded events on two cores).
+    column into a struct, which sorts on both sides of its shuffle.
     """
     keys = ", ".join(q(k) for k in table.key)
     toast = toastable(table) if placeholders else []
@@ -105,8 +104,8 @@ BROADCAST_ROWS = 1_000_000
 """Up to ``BROADCAST_KEYS`` changes into a table of ``BROADCAST_ROWS`` rows or more, a
 batch's keys are broadcast to cut the stored rows where they are read
 (``_stored_sql``): one scan of the key and position columns instead of a shuffle of
-them (at 10M stored rows 4.5 s -> 2 s). Below, the shuffle is as cheap and the broadcast's
-own job costs a small batch 0.2 s; a larger batch is joined the usual way."""
+them. Below, the shuffle is as cheap and the broadcast's own job is a cost a small batch
+would notice; a larger batch is joined the usual way."""
 
 
 def broadcasts_keys(changes: int, stored_rows: int) -> bool:
@@ -320,7 +319,7 @@ def tombstone_append_sql(
     One file a batch (a ``COALESCE(1)`` hint; a few MB even for 200k deletes): without it
     each partition of the kept batch wrote a file of its deletes, ten small files for the
     20k deletes of a 100k batch, for ``maintain`` to compact and a classification to open
-    (the append took 0.32-0.42 s either way)."""
+    (the one file costs the append nothing it would notice)."""
     keys = ", ".join(q(k) for k in table.key)
     deleted = "_cdc_action IN ('delete', 'absent')" if classified else "_cdc_op = 'd'"
     return (

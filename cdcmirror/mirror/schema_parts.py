@@ -8,7 +8,7 @@ with them once (:func:`part_sql`): the number of the part it starts with is a co
 its own (:func:`part_column`), which its UTF-8 check (:func:`utf8_sql`), the text its
 envelope is parsed from (:func:`payload_text_sql`) and the check that its schema is one
 the job applied (:func:`known_schema_sql`) read. Before, each of the three compared the
-value's kilobytes of schema again: 0.2 s of a 100k-event decode's 2.1 s.
+value's kilobytes of schema again.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ import logging
 from typing import Any
 
 from cdcmirror import dialects
-from cdcmirror.config_sections import Source
+from cdcmirror.config.masking import mask_url_password
+from cdcmirror.config.settings import Source
 from cdcmirror.exceptions import ConfigError, ServiceUnavailableError, SourceError
-from cdcmirror.masking import mask_url_password
 
 logger = logging.getLogger(__name__)
 

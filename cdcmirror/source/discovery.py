@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror import dialects
-from cdcmirror.config_sections import Source
+from cdcmirror.config.settings import Source
+from cdcmirror.dialects.postgresql import PUBLICATION
 from cdcmirror.exceptions import ConfigError, SourceError
 from cdcmirror.source import include
 from cdcmirror.source.connection import open_engine
@@ -132,8 +133,8 @@ def _look(conn: Any, dialect: str, signal: str, patterns: list[str], safe: bool)
         found.published = postgresql.published_tables(conn)
         if safe:
             found.unsafe = replica_identity.missing_identity_message(
-                replica_identity.published_tables(conn, postgresql.PUBLICATION),
-                postgresql.PUBLICATION,
+                replica_identity.published_tables(conn, PUBLICATION),
+                PUBLICATION,
             )
         return found
     tables, readable, schemas = mysql.discover(conn, inspector, wanted)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from cdcmirror.dialects.postgresql import PUBLICATION
 from cdcmirror.source.keys import UniqueIndex, choose_key
 from cdcmirror.source.type_parsing import parse_postgresql_type
 from cdcmirror.source_model import SourceColumn, SourceTable, SourceType
-
-PUBLICATION = "cdcmirror"  # the publication the connector template reads
 
 _COLUMNS = """
 SELECT n.nspname, c.relname, c.relkind, obj_description(c.oid, 'pg_class'),

@@ -25,6 +25,7 @@ from cdcmirror.mirror.avro import (
     HEADER,
     NOT_UTF8,
     SCHEMA_ID_SQL,
+    WriterSchemas,
     avro_error_sql,
     holds_strings,
     name_record,
@@ -33,7 +34,6 @@ from cdcmirror.mirror.avro import (
     record_fields,
 )
 from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.sql_text import q
 from cdcmirror.streams.avro_direct import direct_fields
 from cdcmirror.streams.sql import UNREADABLE
@@ -161,7 +161,7 @@ class AvroFrames:
 
         return df.withColumn("_cdc_schema_id", F.expr(SCHEMA_ID_SQL))
 
-    def decode_batch(self, df: DataFrame, registry: SchemaRegistry) -> DataFrame:
+    def decode_batch(self, df: DataFrame, registry: WriterSchemas) -> DataFrame:
         """A CDC batch's records with ``_cdc_schema_id``, ``_cdc_json`` and
         ``_cdc_decode_error``; the schemas of the batch's ids are fetched once, on the driver."""
         framed = self.with_ids(df)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
-from cdcmirror.catalog_properties import CATALOG_NAME
+from cdcmirror.config.catalog import CATALOG_NAME
 from cdcmirror.mirror.high_water import REWRITE, Mark, max_position_sql, recorded, scanned
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 from cdcmirror.spark.rows import first_value

@@ -19,8 +19,8 @@ def read_options(events_per_task: int) -> dict[str, str]:
     by several tasks of at most ``events_per_task`` events (0: one task per Kafka
     partition): the batch is then cached in as many parts and decoded on every core, where
     a topic of one partition was read, and decoded, on one core. Fetches of up to 16 MiB per
-    partition: a Debezium event with its schema is about 4 KB, and the default 1 MiB took
-    a fetch per 250 events. A fetch that finds nothing new returns after 20 ms, not Kafka's
+    partition: a Debezium event with its schema is kilobytes, and the default 1 MiB takes
+    a fetch per few hundred events. A fetch that finds nothing new returns after 20 ms, not Kafka's
     500: a batch's range can end on a transaction marker, which the read waited for with an
     empty fetch, and that wait was most of the read of a small batch. Every read takes them
     all: committed transactions only (Debezium's exactly-once Connect worker writes

@@ -112,7 +112,7 @@ def run_until_stopped(query: StreamingQuery, gate: BatchGate) -> None:
             signal.signal(s, h)
 
 
-JVM_GONE_WAIT = 30.0  # seconds for the failing batch's Python to end (it took under 1 s)
+JVM_GONE_WAIT = 30.0  # seconds for the failing batch's Python to end, with room to spare
 OUT_OF_MEMORY = "java.lang.OutOfMemoryError"
 MEMORY_REMEDY = (
     "Spark ran out of memory (java.lang.OutOfMemoryError): the batch did not fit. Lower "

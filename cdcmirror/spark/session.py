@@ -8,18 +8,18 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from cdcmirror.catalog_properties import (
+from cdcmirror.config import Config
+from cdcmirror.config.catalog import (
     CATALOG_NAME,
     ensure_embedded_catalog_dirs,
     pyiceberg_properties,
     spark_catalog_conf,
 )
-from cdcmirror.config import Config
+from cdcmirror.config.s3a import HADOOP_PREFIX, s3a_settings
 from cdcmirror.jvm import local_fs
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.pyspark_jars import artifact_name, pyspark_jar_names
 from cdcmirror.jvm.resolve import group_jars
-from cdcmirror.s3a_settings import HADOOP_PREFIX, s3a_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,17 +80,16 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
         "spark.ui.enabled": "false",
         # Each micro-batch runs the same queries again: their generated classes are reused
         # from this cache (default 100 entries, which a batch's ~50 classes per table evict,
-        # so every batch compiled them anew: about 0.9 s of a 5 s batch of 100 events).
+        # so every batch compiled them anew, a large part of a small batch).
         "spark.sql.codegen.cache.maxEntries": "2000",
         # HotSpot never compiles a method past 8,000 bytes of bytecode: the decoder's wide
         # projections ran interpreted in whole-stage code. Past this size Spark runs the
-        # plan without it instead (the decode of 100k events 2.65 s against 3.35 s).
+        # plan without it instead, which decodes faster than the interpreted method.
         "spark.sql.codegen.hugeMethodLimit": "8000",
         # Spark's runtime bloom filter took a batch's kept rows (no size known) for a big
         # table and, in a MERGE of updates, filtered them with the keys of a second scan of
         # the target: a Spark job of its own and 8 Mbit built, shipped and read per batch
-        # and table. Off: 2 jobs instead of 3, a 30-table batch of updates 11.1 s against
-        # 11.9-12.7 s (benchmarks/RESULTS.md, 2026-12-05).
+        # and table. Off: 2 jobs instead of 3 (figures: benchmarks/RESULTS.md).
         "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         "spark.driver.memory": "4g",
         "spark.sql.warehouse.dir": str(state / "spark-warehouse"),

@@ -103,9 +103,9 @@ def connect_plugins(
 ) -> list[str] | None:
     """The connector classes a Connect worker lists, or None when it does not answer; a
     refused login (``auth``: basic auth's user and password) is a ConfigError."""
-    from cdcmirror.connect_client import refused
+    from cdcmirror.clients.connect import refused
+    from cdcmirror.clients.http_auth import basic_auth
     from cdcmirror.exceptions import ConfigError
-    from cdcmirror.http_auth import basic_auth
 
     request = urllib.request.Request(f"{url.rstrip('/')}/connector-plugins")
     if auth is not None:
@@ -131,7 +131,7 @@ _QUIET.propagate = False
 def registry_answers(url: str, timeout: float = 3.0, auth: tuple[str, str] | None = None) -> bool:
     """True when a schema registry's Confluent-compatible API lists its subjects (``auth``:
     its basic-auth login)."""
-    from cdcmirror.http_auth import basic_auth
+    from cdcmirror.clients.http_auth import basic_auth
 
     request = urllib.request.Request(f"{url.rstrip('/')}/subjects")
     if auth is not None:
@@ -141,8 +141,8 @@ def registry_answers(url: str, timeout: float = 3.0, auth: tuple[str, str] | Non
             return isinstance(json.loads(r.read().decode()), list)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
+            from cdcmirror.clients.registry import refused
             from cdcmirror.exceptions import ConfigError
-            from cdcmirror.mirror.registry import refused
 
             raise ConfigError(refused(url, exc.code)) from exc
         return False

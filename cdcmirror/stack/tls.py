@@ -4,7 +4,7 @@ in as.
 
 The user and password are the local stack's own, like the S3 store's keys and the sources'
 development passwords: a production broker has its own, given to cdcmirror through
-``[kafka] sasl_username`` and ``sasl_password`` (or ``sasl_password_file``, ``config_files.py``)."""
+``[kafka] sasl_username`` and ``sasl_password`` (or ``sasl_password_file``, ``config/files.py``)."""
 
 from __future__ import annotations
 

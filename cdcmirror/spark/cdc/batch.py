@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdcmirror.exceptions import MirrorError
+from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.checkpoint import Ranges
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.known_schemas import KnownSchemas
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batches import ATTEMPTS, BatchGate, retried
 from cdcmirror.spark.cdc.decode import AvroReads, register_functions
@@ -49,7 +50,6 @@ from cdcmirror.spark.cdc.records import Formats, first_look, guess, once
 from cdcmirror.spark.cdc.table import TableOutcome, TableSettings, apply_table
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, write_dead_letters
 from cdcmirror.spark.maintenance.job import JobMaintenance, between_batches
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.streams.apply import Evolve, StreamBatch, StreamTable
 from cdcmirror.spark.tombstones import TombstoneTables
 
@@ -72,8 +72,8 @@ class ApplierOptions:
     internal_namespace: str  # tombstones and the dead-letter table
     parallelism: int = 4
     maintenance: JobMaintenance = field(default_factory=JobMaintenance)  # off unless told
-    registry: SchemaRegistry | None = None  # Avro in the Confluent wire format
-    stream_registry: SchemaRegistry | None = None  # for Avro event streams ([[streams]])
+    registry: WriterSchemas | None = None  # Avro in the Confluent wire format
+    stream_registry: WriterSchemas | None = None  # for Avro event streams ([[streams]])
     # what is wrong with the source connector (FAILED, PAUSED), None when it runs
     source_health: Callable[[], str | None] | None = None
     # told of each applied batch (its stats, its seconds) and failed one (metrics.py)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from cdcmirror.mirror.high_water import HIGH_WATER
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark import iceberg
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import spark_name
 

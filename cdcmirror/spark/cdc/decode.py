@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.batch_aggregate import BatchAggregate, aggregate_exprs
 from cdcmirror.mirror.carriers import DECIMAL_TEXT_UDF, decimal_text
@@ -38,7 +39,6 @@ from cdcmirror.mirror.evolution import (
     schema_key,
     schema_key_sql,
 )
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.schema_parts import (
     known_schema_sql,
     part_column,
@@ -89,7 +89,7 @@ class AvroReads:
     """How a batch read once reads its Avro bodies: the job's frames and registry."""
 
     frames: AvroFrames
-    registry: SchemaRegistry
+    registry: WriterSchemas
 
 
 def decode_events(

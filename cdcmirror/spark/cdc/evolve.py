@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cdcmirror.mirror.avro import AvroDecodeError, connect_schema
+from cdcmirror.mirror.avro import AvroDecodeError, WriterSchemas, connect_schema
 from cdcmirror.mirror.carriers import CarrierError
 from cdcmirror.mirror.evolution import (
     Evolution,
@@ -30,10 +30,9 @@ from cdcmirror.mirror.evolution import (
     schema_key_sql,
     unknown_names,
 )
-from cdcmirror.mirror.registry import SchemaRegistry
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.dead_letters import raw_dead
-from cdcmirror.spark.stats import TableStats
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,7 +58,7 @@ class BatchEvolution:
     def __init__(
         self,
         kind: str,  # avro, json or schemaless
-        registry: SchemaRegistry | None,
+        registry: WriterSchemas | None,
         reload: Callable[[MirrorTable], MirrorTable],
         evolve: Callable[[MirrorTable, Evolution], MirrorTable],
     ) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.cdc.decode import with_utf8_check
 from cdcmirror.spark.cdc.plan import TopicBatch, summarised
@@ -31,7 +31,7 @@ class Formats:
 
     kind: str
     frames: AvroFrames
-    registry: SchemaRegistry | None
+    registry: WriterSchemas | None
 
     def checked(self, raw: DataFrame) -> DataFrame:
         """Records ready for a first look: JSON checked for UTF-8, Avro decoded."""

@@ -33,6 +33,7 @@ from cdcmirror.mirror.positions import (
 from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.resume import batch_summary
 from cdcmirror.mirror.spec import MirrorTable
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark.cdc.classified import apply_classified
 from cdcmirror.spark.cdc.context import TableContext
 from cdcmirror.spark.cdc.decode import AvroReads, decode_events, kept_with_aggregate, let_go
@@ -41,7 +42,6 @@ from cdcmirror.spark.cdc.evolve import BatchEvolution, reject_schemas
 from cdcmirror.spark.cdc.plan import ReadMode, TopicBatch
 from cdcmirror.spark.dead_letters import decoded_dead, raw_dead
 from cdcmirror.spark.iceberg import Read, current_snapshot, merge_on_read
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.spark.tombstones import TombstoneTables, entombed
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 

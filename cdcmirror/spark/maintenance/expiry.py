@@ -1,4 +1,4 @@
-"""The mirror job's own bound on a table's snapshots (``mirror/history_cap.py``): the oldest
+"""The mirror job's own bound on a table's snapshots (``maintain/history_cap.py``): the oldest
 expired through Iceberg's table API on the driver (no Spark job), their files removed when
 no snapshot kept needs them."""
 
@@ -8,7 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from cdcmirror.mirror.history_cap import over_cap
+from cdcmirror.maintain.history_cap import over_cap
 from cdcmirror.spark.iceberg import iceberg_table, retry_on_conflict
 
 if TYPE_CHECKING:

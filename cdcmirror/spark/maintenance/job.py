@@ -9,10 +9,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cdcmirror.config.settings import Maintain
+from cdcmirror.maintain.history_cap import checks_at
+from cdcmirror.maintain.run import MaintainSettings
 from cdcmirror.mirror.envelope import spark_name
-from cdcmirror.mirror.history_cap import checks_at
 from cdcmirror.spark.maintenance.expiry import cap_snapshots
-from cdcmirror.spark.maintenance.maintain import MaintainSettings, maintain_between_batches
+from cdcmirror.spark.maintenance.maintain import maintain_between_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,7 +25,9 @@ class JobMaintenance:
     """What the mirror job maintains between its batches."""
 
     every_batches: int = 0  # `maintain` of its tables every N batches (0: never)
-    settings: MaintainSettings | None = None
+    settings: MaintainSettings = field(
+        default_factory=lambda: MaintainSettings.of(Maintain(), position_length=3)
+    )
     max_snapshots: int = 0  # each table's snapshots kept at most (``history_cap``; 0: no cap)
     # the tables the job applied a batch to since it last maintained them (filled as it runs)
     applied: set[str] = field(default_factory=set)
@@ -64,7 +68,7 @@ def between_batches(
 def due(identifiers: Iterable[str], applied: Iterable[str]) -> list[str]:
     """The tables the job maintains in a batch that maintains: those it ``applied`` a batch
     to since it last maintained them. An idle table gains no file and no snapshot from the
-    job, and its maintenance (compaction, expiry, the orphan listing: about 0.9 s even for a
+    job, and its maintenance (compaction, expiry, the orphan listing: Spark jobs even for a
     table of one file) would hold every such batch up for nothing.
 
     >>> due(["a.busy", "a.idle", "a.new"], {"a.busy", "a.new", "a.dropped"})

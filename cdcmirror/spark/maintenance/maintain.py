@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from cdcmirror.catalog_properties import CATALOG_NAME
+from cdcmirror.config.catalog import CATALOG_NAME
+from cdcmirror.maintain.run import FileCounts, MaintainSettings, TableMaintenance
 from cdcmirror.mirror.envelope import spark_name
 from cdcmirror.spark.iceberg import retry_on_conflict
 from cdcmirror.spark.maintenance.prune import prune_tombstones
@@ -23,43 +23,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 MIN_ORPHAN_AGE_HOURS = 24  # Iceberg's procedure refuses less: files of running commits
-
-
-@dataclass(frozen=True)
-class MaintainSettings:
-    target_file_size_mb: int = 128
-    min_input_files: int = 2
-    snapshot_retention_hours: float = 24.0
-    retain_last: int = 5
-    orphan_age_hours: float = 72.0
-    # tombstones older than this pruned (``spark/maintenance/prune.py``); 0: kept for ever
-    tombstone_retention_hours: float = 0.0
-    position_length: int = 3  # the source part of a position (``positions.source_length``)
-
-
-@dataclass
-class FileCounts:
-    data_files: int = 0
-    data_bytes: int = 0
-    delete_files: int = 0
-    delete_bytes: int = 0
-    snapshots: int = 0
-
-    @property
-    def files(self) -> int:
-        return self.data_files + self.delete_files
-
-
-@dataclass
-class TableMaintenance:
-    table: str
-    before: FileCounts
-    after: FileCounts
-    rewritten_data_files: int = 0
-    rewritten_delete_files: int = 0
-    expired_snapshots: int = 0
-    orphans_removed: int = 0
-    tombstones_pruned: int = 0
 
 
 def file_counts(spark: SparkSession, identifier: str) -> FileCounts:
@@ -216,7 +179,7 @@ def maintain_table(
 def maintain_between_batches(
     spark: SparkSession,
     identifiers: list[str],
-    settings: MaintainSettings | None,
+    settings: MaintainSettings,
     log: logging.Logger,
     tombstones: bool = False,
     expire: bool = False,
@@ -226,9 +189,8 @@ def maintain_between_batches(
     the delete files, then ``rewrite_position_delete_files``, which drops those that delete
     nothing any more), each result one line of ``log`` (a logger). A table's snapshots are
     bounded by ``max_snapshots`` in every job (``expire``: it is 0, and they are expired by
-    age here too); expiry by age and the orphan listing are `cdcmirror maintain`'s: with two
-    file counts they took 1.6 s of a busy table's 2.2 s here, the two rewrites 0.5-0.6 s."""
-    settings = settings or MaintainSettings()
+    age here too); expiry by age and the orphan listing are `cdcmirror maintain`'s: with the
+    two file counts, they are most of a table's maintenance, which the rewrites are not."""
     for identifier in identifiers:
         pruned = _prune(spark, identifier, settings, log.debug) if tombstones else 0
         data = rewrite_data_files(spark, identifier, settings)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cdcmirror.cdc_columns import IcebergColumn
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
-from cdcmirror.mirror.registry import SchemaRegistry
+from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.resume import topics_summary
+from cdcmirror.mirror.stats import TableStats
 from cdcmirror.spark import iceberg
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.dead_letters import joined_dead
 from cdcmirror.spark.rows import one_row
-from cdcmirror.spark.stats import TableStats
 from cdcmirror.sql_text import median_sql, spark_name, sql_string
 from cdcmirror.streams.avro_direct import added_columns
 from cdcmirror.streams.schema import infer_columns
@@ -123,7 +123,7 @@ class StreamBatch:
         table: StreamTable,
         evolve: Evolve,
         frames: AvroFrames | None = None,
-        registry: SchemaRegistry | None = None,
+        registry: WriterSchemas | None = None,
     ) -> None:
         """``frames`` and ``registry``: for an Avro stream."""
         self.spark, self.table, self.evolve = spark, table, evolve
