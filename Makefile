@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit integration test test-full quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit spark integration test test-full quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,8 +40,11 @@ lint: install ## ruff (lint + format) and mypy
 docs: install ## write the references generated from the code (docs/settings.md)
 	$(CLI) config reference > docs/settings.md
 
-unit: install ## unit tests (no services)
+unit: install ## unit tests (no JVM, no service)
 	$(BIN)/pytest -q cdcmirror tests
+
+spark: install ## the local Spark tests (the mirror's SQL, decode and apply; no service)
+	$(BIN)/pytest -q spark_tests
 
 integration: install ## integration tests against the real services
 	$(BIN)/pytest -q integration_tests
@@ -61,11 +64,11 @@ PARALLEL = JAVA_TOOL_OPTIONS="$(TEST_JVM)" $(BIN)/pytest -n $(WORKERS) --dist lo
 SERIAL = $(BIN)/pytest --durations=20
 
 test: system-deps install provision stack-up lint ## install, provision, start, lint, all tests but the long ones (CI)
-	$(PARALLEL) -m "not full and not serial" cdcmirror tests integration_tests; a=$$?; \
+	$(PARALLEL) -m "not full and not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m "not full and serial" integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
 test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
-	$(PARALLEL) -m "not serial" cdcmirror tests integration_tests; a=$$?; \
+	$(PARALLEL) -m "not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m serial integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
 quickstart: system-deps install provision stack-up ## the local demo end to end

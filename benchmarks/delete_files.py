@@ -27,7 +27,7 @@ from typing import Any
 from cdcmirror.config import load_config
 from cdcmirror.config.catalog import CATALOG_NAME
 from cdcmirror.spark.session import build_spark_session
-from integration_tests.mirror_fixture import make_config
+from support.mirror_fixture import make_config
 
 NS = "delete_files"
 ROWS = 10_000

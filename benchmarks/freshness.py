@@ -36,9 +36,9 @@ from typing import Any
 from benchmarks.mirror_batch import batch_done
 from cdcmirror.catalog import load_catalog
 from cdcmirror.config import load_config
-from integration_tests import services
-from integration_tests.mirror_env import MirrorJob
-from integration_tests.mirror_fixture import bootstrap, make_config
+from support import services
+from support.mirror_env import MirrorJob
+from support.mirror_fixture import bootstrap, make_config
 
 TABLES = 5
 ROWS = 1000

@@ -32,7 +32,7 @@ from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
-from integration_tests import services
+from support import services
 
 ROWS_PER_PARTITION = 500_000
 

@@ -1,7 +1,7 @@
 """Benchmark: the decode of JSON-with-schemas events, from the whole value and from the
 payload only (``schema_parts.payload_text_sql``), on one local Spark, without Kafka.
 
-N events are made from a recorded Debezium insert (``integration_tests/fixtures/debezium/
+N events are made from a recorded Debezium insert (``support/fixtures/debezium/
 postgresql-json.json``: 5 columns, about 3.3 KB an event, 2.7 KB of it the converter's
 schema part), each with its own key, as Kafka-shaped rows, cached as the applier's first
 look caches a batch. Each round decodes them both ways with the mirror's own SQL
@@ -27,7 +27,7 @@ from cdcmirror.config import load_config
 from cdcmirror.mirror.schema_parts import PAYLOAD_MARK
 from cdcmirror.spark.cdc.decode import decode_events, register_functions, with_utf8_check
 from cdcmirror.spark.session import build_spark_session
-from integration_tests.test_golden_events import FIXTURES, mirror_table
+from support.golden import FIXTURES, recorded_table
 
 RECORDED = FIXTURES / "postgresql-json.json"
 
@@ -71,7 +71,7 @@ def main(n: int) -> None:
         spark = build_spark_session(load_config(environ={}, cwd=Path(tmp)), "bench-json-decode")
         register_functions(spark)
         rows = events(spark, value, n)
-        table = mirror_table(data["table"])
+        table = recorded_table(data["table"])
         runs: dict[str, list[float]] = {"whole": [], "payload": []}
         for r in (1, 2, 3, 4, 5):
             runs["whole"].append(decode(rows, table, None))

@@ -22,8 +22,8 @@ from cdcmirror.commands.maintain import maintain
 from cdcmirror.config import load_config
 from cdcmirror.maintain.report import result_text
 from cdcmirror.spark.session import build_spark_session
-from integration_tests import maintain_env as me
-from integration_tests import services
+from support import maintain_env as me
+from support import services
 
 SCAN = "SELECT count(*), sum(qty), sum(price), max(name) FROM {t}"
 

@@ -35,9 +35,11 @@ from cdcmirror.mirror.direct_merge import direct_merge_sql
 from cdcmirror.mirror.merge_sql import dedupe_sql, merge_sql
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.table_properties import MERGE_ON_READ
-from integration_tests.mirror_fixture import make_config
-from integration_tests.test_direct_merge import ROW
-from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert
+from support.iceberg_tables import (
+    DIRECT_ROW,
+    ITEMS,  # id, name; upsert
+)
+from support.mirror_fixture import make_config
 
 NS = "bench_variants"
 
@@ -47,7 +49,7 @@ def copy_table(spark: Any, name: str, rows: int) -> str:
     target = f"{NS}.t_{name.replace(' ', '_')}"
     spark.sql(f"DROP TABLE IF EXISTS {target}")
     props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
-    spark.sql(f"CREATE TABLE {target} {ROW} USING iceberg TBLPROPERTIES ({props})")
+    spark.sql(f"CREATE TABLE {target} {DIRECT_ROW} USING iceberg TBLPROPERTIES ({props})")
     spark.range(1, rows + 1).selectExpr(
         "id",
         "repeat('x', 100) AS name",
@@ -83,7 +85,7 @@ def _events(spark: Any, r: int, rows: int, size: int, mixed: bool = False) -> No
 
 
 def _variants(spark: Any, mixed: bool = False) -> dict[str, Callable[[str], float]]:
-    deduped = f"({dedupe_sql(TABLE, NS + '_events')})"
+    deduped = f"({dedupe_sql(ITEMS, NS + '_events')})"
     plain_set = "name = s.name, _cdc_op = s._cdc_op, _cdc_position = s._cdc_position"
     deletes = "WHEN MATCHED AND s._cdc_op = 'd' THEN DELETE " if mixed else ""
     upserts = " AND s._cdc_op <> 'd'" if mixed else ""
@@ -95,19 +97,19 @@ def _variants(spark: Any, mixed: bool = False) -> dict[str, Callable[[str], floa
 
     def first(target: str) -> float:
         began = time.monotonic()
-        spark.sql(dedupe_sql(TABLE, NS + "_events")).cache().createOrReplaceTempView(NS + "_d")
+        spark.sql(dedupe_sql(ITEMS, NS + "_events")).cache().createOrReplaceTempView(NS + "_d")
         spark.table(NS + "_d").count()
         took = time.monotonic() - began
-        return took + timed(direct_merge_sql(TABLE, target, NS + "_d", soft=False))
+        return took + timed(direct_merge_sql(ITEMS, target, NS + "_d", soft=False))
 
     variants: dict[str, Callable[[str], float]] = {
-        "direct": lambda t: timed(direct_merge_sql(TABLE, t, deduped, soft=False)),
+        "direct": lambda t: timed(direct_merge_sql(ITEMS, t, deduped, soft=False)),
         "deduped first": first,
         "no guard": lambda t: timed(
-            merge_sql(TABLE, t, deduped, False, placeholders=False, guarded=False, classified=False)
+            merge_sql(ITEMS, t, deduped, False, placeholders=False, guarded=False, classified=False)
         ),
         "no insert branch": lambda t: timed(
-            merge_sql(TABLE, t, deduped, False, inserts=False, placeholders=False, classified=False)
+            merge_sql(ITEMS, t, deduped, False, inserts=False, placeholders=False, classified=False)
         ),
         "plain": lambda t: timed(
             f"MERGE INTO {t} t USING {deduped} s ON t.id = s.id {deletes}"

@@ -33,7 +33,7 @@ from pathlib import Path
 from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
-from integration_tests import services
+from support import services
 
 COLUMNS = (
     "id bigint PRIMARY KEY, a integer, b numeric(12,2), c text, d varchar(40), e timestamptz, "

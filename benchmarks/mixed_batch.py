@@ -74,8 +74,8 @@ from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
-from integration_tests import services
-from integration_tests.bootstrap_env import write_config
+from support import services
+from support.bootstrap_env import write_config
 
 NAMES = ("id", "a", "b", "c", "d", "e", "f", "g", "h", "k")
 

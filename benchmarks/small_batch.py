@@ -42,9 +42,9 @@ from typing import Any
 from benchmarks.copies import copy_like
 from benchmarks.event_timeline import event_log_conf
 from benchmarks.mirror_batch import batch_done
-from integration_tests import services
-from integration_tests.mirror_env import MirrorJob
-from integration_tests.mirror_fixture import bootstrap, make_config
+from support import services
+from support.mirror_env import MirrorJob
+from support.mirror_fixture import bootstrap, make_config
 
 ROWS = 10_000
 COLUMNS = "id bigint PRIMARY KEY, a integer, c text, e timestamptz"

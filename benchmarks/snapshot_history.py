@@ -38,8 +38,8 @@ from cdcmirror.mirror.merge_sql import dedupe_sql
 from cdcmirror.mirror.resume import BATCH_ID, END_OFFSETS, QUERY_ID, START_OFFSETS
 from cdcmirror.spark.iceberg import iceberg_table, with_commit_props
 from cdcmirror.spark.session import build_spark_session
-from integration_tests.mirror_fixture import make_config
-from integration_tests.test_merge_sql_iceberg import TABLE  # id, name; upsert
+from support.iceberg_tables import ITEMS  # id, name; upsert
+from support.mirror_fixture import make_config
 
 NS = "bench_history"  # its views' prefix
 TARGET = f"{VARIANTS}.t_history"  # merge_variants.copy_table(spark, "history", rows)
@@ -73,8 +73,8 @@ def _merge(spark: Any, batch: int, rows: int) -> float:
         "0 AS _cdc_partition",
         "id AS _cdc_offset",
     ).createOrReplaceTempView(NS + "_events")
-    spark.sql(dedupe_sql(TABLE, NS + "_events")).createOrReplaceTempView(NS + "_deduped")
-    sql = direct_merge_sql(TABLE, TARGET, NS + "_deduped", soft=False)
+    spark.sql(dedupe_sql(ITEMS, NS + "_events")).createOrReplaceTempView(NS + "_deduped")
+    sql = direct_merge_sql(ITEMS, TARGET, NS + "_deduped", soft=False)
     began = time.monotonic()
     with_commit_props(spark, _props(batch), lambda: spark.sql(sql))
     return time.monotonic() - began

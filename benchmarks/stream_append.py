@@ -42,8 +42,8 @@ from cdcmirror.commands.mirror import mirror
 from cdcmirror.commands.streams import apply_stream_plans, plan_streams
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
-from integration_tests import services
-from integration_tests.mirror_env import MirrorJob
+from support import services
+from support.mirror_env import MirrorJob
 
 SCHEMA = "user BIGINT, page STRING, ms DOUBLE, ts STRING, n BIGINT"
 EVENTS_PER_TASK = 25_000  # mirror.events_per_task (--events-per-task N)
@@ -214,13 +214,13 @@ def _env_of(name: str, topic: str, trigger: int) -> dict[str, str]:
 
 def compare(spark: Any, n: int, work: Path, avro: bool) -> None:
     """Both appends of N events, twice, alternating; the second round's ratio."""
-    from integration_tests.test_schema_registry import _register
+    from support.services import register_schema
 
     kind = "Avro" if avro else "JSON"
     base = services.unique("bench_stream")
     topic = f"{base}.events"
     services.create_topic(topic, 2)
-    avro_id = _register(f"{topic}-value", AVRO) if avro else None
+    avro_id = register_schema(f"{topic}-value", AVRO) if avro else None
     started = time.monotonic()
     produce(topic, n, avro_id=avro_id)
     print(f"produced {n:,} {kind} events in {time.monotonic() - started:.1f} s", flush=True)

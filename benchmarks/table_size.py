@@ -31,7 +31,7 @@ from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import Config, load_config
 from cdcmirror.spark.session import build_spark_session
-from integration_tests import services
+from support import services
 
 ROW = (
     "{i}, {i} % 1000, {i} / 7.0, md5({i}::text), 'v' || {i}, now(), now()::timestamp, "

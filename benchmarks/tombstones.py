@@ -33,8 +33,8 @@ from cdcmirror.mirror.positions import source_length
 from cdcmirror.spark.maintenance.maintain import maintain_table
 from cdcmirror.spark.session import build_spark_session
 from cdcmirror.spark.tombstones import entombed
-from integration_tests.mirror_fixture import make_config
-from integration_tests.test_merge_sql_iceberg import TABLE
+from support.iceberg_tables import ITEMS
+from support.mirror_fixture import make_config
 
 NS = "bench_tombstones"
 CHUNK = 10_000  # tombstones per append, as the job's batches append them
@@ -82,7 +82,7 @@ def _classify(spark: Any, target: str, tombstones: str, keys: list[int]) -> floa
     ).createOrReplaceTempView("bench_batch")
     began = time.monotonic()
     known = entombed(spark, tombstones)
-    sql = classify_sql(TABLE, "bench_batch", target, known.stored, False, None, False,
+    sql = classify_sql(ITEMS, "bench_batch", target, known.stored, False, None, False,
                        known.pruned_below)  # fmt: skip
     counts = dict(spark.sql(f"SELECT _cdc_action, count(*) FROM ({sql}) GROUP BY 1").collect())
     seconds = time.monotonic() - began
@@ -104,7 +104,7 @@ def main(rows: int, deleted: int, size: int, rounds: int) -> None:
     began = time.monotonic()
     target, (kept, pruned) = _tables(spark, rows, deleted)
     print(f"made in {time.monotonic() - began:.1f} s: {_files(spark, kept)} each", flush=True)
-    n = source_length(TABLE.dialect)
+    n = source_length(ITEMS.dialect)
     for table, hours in ((kept, 0.0), (pruned, 168.0)):  # as `cdcmirror maintain` runs
         settings = replace(
             MaintainSettings.of(Maintain(), position_length=n), tombstone_retention_hours=hours

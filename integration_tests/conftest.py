@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-from cdcmirror.config import Config, load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.schedule_report import ScheduleReport
+from support import services
+from support.debezium_events import WORKLOAD_EXPECTED, ChangeTopic, run_workload
+from support.schedule_report import ScheduleReport
+from support.spark import SparkWorld, spark_world  # noqa: F401  (shared fixture)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,30 +55,6 @@ def mariadb() -> None:
         pytest.fail(f"MariaDB on 127.0.0.1:3306 is needed (scripts/provision-sources.sh): {exc}")
 
 
-# (op, key id, after.name) per record, in order; None op = the tombstone after a delete.
-WORKLOAD_EXPECTED = [
-    ("r", 1, "seed"),
-    ("c", 2, "second"),
-    ("u", 1, "seed updated"),
-    ("d", 2, None),
-    (None, 2, None),
-]
-
-
-def run_workload(execute: Callable[[str], object], table: str) -> None:
-    """Insert, update, delete after the snapshot: the same statements on both dialects."""
-    execute(f"INSERT INTO {table} (id, name, amount) VALUES (2, 'second', 12.34)")
-    execute(f"UPDATE {table} SET name = 'seed updated', amount = 99999999.99 WHERE id = 1")
-    execute(f"DELETE FROM {table} WHERE id = 2")
-
-
-@dataclass
-class ChangeTopic:
-    connector: str
-    topic: str
-    records: list[tuple[bytes | None, bytes | None]]
-
-
 @pytest.fixture(scope="session")
 def postgres_changes(stack: Stack, postgres: None) -> Iterator[ChangeTopic]:
     """A PostgreSQL table captured by a real Debezium connector, after the workload."""
@@ -121,23 +96,3 @@ def mariadb_changes(stack: Stack, mariadb: None) -> Iterator[ChangeTopic]:
             cur.execute(f"DROP TABLE {table}")
     finally:
         conn.close()
-
-
-@dataclass
-class SparkWorld:
-    spark: Any
-    config: Config
-
-
-@pytest.fixture(scope="session")
-def spark_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkWorld]:
-    """A local SparkSession built by cdcmirror, on the embedded catalog in a fresh directory."""
-    from cdcmirror.spark.session import build_spark_session
-
-    work = tmp_path_factory.mktemp("cdcmirror-home")
-    config = load_config(environ={}, cwd=work)
-    spark = build_spark_session(config, "cdcmirror-integration-tests")
-    try:
-        yield SparkWorld(spark, config)
-    finally:
-        spark.stop()

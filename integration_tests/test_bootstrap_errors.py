@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli, write_config
+from support import services
+from support.bootstrap_env import run_cli, write_config
 
 PG_URL = f"postgresql://cdc@127.0.0.1:5432/{services.TEST_DATABASE}"
 

@@ -13,11 +13,12 @@ from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.bootstrap_env import (
+from support import services
+from support.bootstrap_env import (
     assert_schemas,
     assert_snapshot_carriers,
     run_cli,
+    run_script,
     write_config,
 )
 
@@ -64,20 +65,6 @@ class MariaSource:
     database: str
     namespace: str
     config: Path
-
-
-def run_script(database: str, sql: str) -> None:
-    conn = services.maria_connect(database)
-    try:
-        with conn.cursor() as cur:
-            for statement in sql.split(";\n"):
-                body = "\n".join(
-                    line for line in statement.splitlines() if not line.strip().startswith("--")
-                )
-                if body.strip():
-                    cur.execute(body)
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")

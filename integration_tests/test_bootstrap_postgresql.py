@@ -15,8 +15,8 @@ from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.bootstrap_env import (
+from support import services
+from support.bootstrap_env import (
     assert_schemas,
     assert_snapshot_carriers,
     run_cli,

@@ -21,10 +21,10 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import make_config
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_fixture import make_config
+from support.spark import SparkWorld
 
 START = datetime(2026, 3, 1, 12, 0, 0)
 DDL = {

@@ -1,4 +1,4 @@
-"""A reduced chaos run (``integration_tests/chaos.py``; the long one is `make chaos`): one
+"""A reduced chaos run (``support/chaos.py``; the long one is `make chaos`): one
 fault of each kind in ``CI_KINDS`` at a random moment while both sources take a random
 workload and their continuous mirrors run; after each, both tables equal their sources
 again, nothing lost, duplicated, resurrected or wrong; `reconcile --deep` reports in sync;
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests.chaos import CI_KINDS, FAULTS, Chaos
-from integration_tests.chaos_world import maria_side, pg_side
+from support.chaos import CI_KINDS, FAULTS, Chaos
+from support.chaos_world import maria_side, pg_side
 
 pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 

@@ -9,9 +9,8 @@ import pytest
 
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import CONNECT
-from integration_tests import services
-from integration_tests.conftest import WORKLOAD_EXPECTED, ChangeTopic
-from integration_tests.debezium_events import decimal_field, payload
+from support import services
+from support.debezium_events import WORKLOAD_EXPECTED, ChangeTopic, decimal_field, payload
 
 
 def _check(changes: ChangeTopic) -> None:

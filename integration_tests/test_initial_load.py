@@ -16,13 +16,13 @@ from cdcmirror.spark.iceberg import scanned_mark
 from cdcmirror.sql_text import as_of
 from cdcmirror.stack.control import Stack
 from cdcmirror.table_properties import LOAD_PENDING, LOAD_PROPERTY
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.load_env import PAIRS_SQL, PairsWorkload, changing, fill_items
-from integration_tests.mirror_env import Source, Workload, create_table_sql
-from integration_tests.mirror_fixture import Mirrored, make_config, pg_config
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli
+from support.load_env import PAIRS_SQL, PairsWorkload, changing, fill_items
+from support.mirror_env import Source, Workload, create_table_sql
+from support.mirror_fixture import Mirrored, make_config, pg_config
+from support.spark import SparkWorld
 
 SEED = 20261125
 ROWS = 12_000

@@ -18,12 +18,11 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import make_config
-from integration_tests.test_bootstrap_mariadb import run_script
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli, run_script
+from support.mirror_fixture import make_config
+from support.spark import SparkWorld
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -11,11 +11,11 @@ import time
 
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.health import topics_named
-from integration_tests import made_ledger, services
+from support import made_ledger, services
 
 # a process that makes a name, a schema and a topic of that name, prints the name, then waits
 MAKER = """
-from integration_tests import services
+from support import services
 name = services.unique("ledger_it")
 with services.pg_connect() as conn:
     conn.execute(f"CREATE SCHEMA {name}")

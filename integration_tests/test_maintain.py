@@ -14,15 +14,14 @@ from typing import Any
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import maintain_env as me
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import continuous_mirror
-from integration_tests.mirror_fixture import Mirrored
-from integration_tests.test_mirror_postgresql import mirrored
+from support import maintain_env as me
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_env import continuous_mirror
+from support.mirror_fixture import Mirrored, mirrored
+from support.spark import SparkWorld
 
 COMMITS = 40  # small MERGEs of 45 rows before maintain: about 1 s each here
 

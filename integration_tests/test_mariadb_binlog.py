@@ -11,14 +11,13 @@ from contextlib import closing
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import mirror_rows, run_mirror_process
-from integration_tests.mirror_fixture import Mirrored, bootstrap
-from integration_tests.test_mirror_mariadb import maria_mirrored
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_env import mirror_rows, run_mirror_process
+from support.mirror_fixture import Mirrored, bootstrap, maria_mirrored
+from support.spark import SparkWorld
 
 pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 

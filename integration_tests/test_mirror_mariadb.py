@@ -8,7 +8,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -18,60 +18,16 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
-from integration_tests.mirror_env import Source, Workload, create_table_sql, run_mirror_process
-from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.fuzz_run import fuzzed_events_are_dead_lettered
+from support.mirror_env import run_mirror_process
+from support.mirror_fixture import Mirrored, bootstrap, make_config, maria_mirrored
+from support.spark import SparkWorld
 
 SEED = 1121
-
-
-def maria_mirrored(
-    world: SparkWorld,
-    snapshot_ops: int,
-    signal: bool = True,  # Debezium's signal table: also what sc.settle waits on
-    kafka_format: str = "json",
-    chains: bool = False,
-    mirror_settings: dict[str, object] | None = None,
-    extra: dict[str, str] | None = None,
-    kafka: dict[str, str] | None = None,
-) -> Generator[Mirrored]:
-    """``extra``: more columns (name -> type) the workload leaves NULL; ``kafka``: more
-    ``[kafka]`` settings."""
-    database = services.unique("mir_maria")
-    admin = services.maria_connect()
-    with admin.cursor() as cur:
-        services.maria_database(cur, database)
-        cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
-        for name, ddl in (extra or {}).items():
-            cur.execute(f"ALTER TABLE {database}.items ADD COLUMN {name} {ddl}")
-        if signal:
-            services.maria_signal_table(cur, database)
-    source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
-    workload = Workload(source, SEED, chains=chains)
-    workload.run(snapshot_ops)
-    config = make_config(
-        world.config.base_dir,
-        database,
-        "mysql",
-        f"{database}.*",
-        database,
-        kafka_format=kafka_format,
-        mirror=mirror_settings or {},
-        kafka=kafka or {},
-    )
-    bootstrap(config)
-    try:
-        yield Mirrored(database, source, config, world.spark, workload, list(extra or {}))
-    finally:
-        services.connect_client().delete(f"cdcmirror-{database}")
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE {database}")
-        admin.close()
 
 
 @pytest.fixture(scope="module")

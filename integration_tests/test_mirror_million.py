@@ -26,12 +26,12 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.conftest import SparkWorld
-from integration_tests.million_env import COLUMNS, ROWS, million_source
-from integration_tests.mirror_fixture import Mirrored, bootstrap
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.million_env import COLUMNS, ROWS, million_source
+from support.mirror_fixture import Mirrored, bootstrap
+from support.spark import SparkWorld
 
 SEED = 20261127
 NAMES = list(COLUMNS)

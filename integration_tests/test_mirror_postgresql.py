@@ -9,7 +9,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +22,20 @@ from cdcmirror.config import load_config
 from cdcmirror.health.connector import failed
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import REGISTRY
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.fuzz_run import fuzzed_events_are_dead_lettered
-from integration_tests.metrics_scenario import metrics_count_what_was_applied
-from integration_tests.mirror_env import (
-    Source,
-    Workload,
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.fuzz_run import fuzzed_events_are_dead_lettered
+from support.metrics_scenario import metrics_count_what_was_applied
+from support.mirror_env import (
     continuous_mirror,
-    create_table_sql,
     run_mirror_process,
 )
-from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
-from integration_tests.submit_scenario import submitted_mirror_is_the_same
+from support.mirror_fixture import Mirrored, bootstrap, make_config, mirrored
+from support.spark import SparkWorld
+from support.submit_scenario import submitted_mirror_is_the_same
 
-SEED = 20261121
 STARTED = "streaming query"  # the job's line once its query runs (at INFO)
 STARTED_LOGGED = {"CDCMIRROR_LOG_LEVEL": "INFO"}
 
@@ -67,52 +63,6 @@ def same_within(
                     raise
                 raise AssertionError(f"not in sync: {context()}") from exc
         time.sleep(2)
-
-
-def pg_source(schema: str) -> Source:
-    return Source("postgresql", f"{schema}.items", services.pg_connect)
-
-
-def prepare_schema(schema: str, signal: bool = False) -> None:
-    with services.pg_connect() as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(create_table_sql("postgresql", f"{schema}.items"))
-        if signal:
-            services.pg_signal_table(conn, schema)
-        services.publish_schema(conn, schema)
-
-
-def mirrored(
-    world: SparkWorld,
-    kafka_format: str,
-    snapshot_ops: int,
-    signal: bool = False,
-    partitions: int = 0,
-    chains: bool = False,
-    mirror_settings: dict[str, object] | None = None,
-) -> Generator[Mirrored]:
-    schema = services.unique("mir_pg")
-    prepare_schema(schema, signal)
-    if partitions:  # made before the connector, which then writes into it
-        services.create_topic(f"{schema}.{schema}.items", partitions)
-    source = pg_source(schema)
-    workload = Workload(source, SEED, chains=chains)
-    workload.run(snapshot_ops)  # these rows arrive through the initial snapshot
-    config = make_config(
-        world.config.base_dir,
-        schema,
-        "postgresql",
-        f"{schema}.*",
-        services.TEST_DATABASE,
-        kafka_format=kafka_format,
-        source={"signal_table": f"{schema}.cdcmirror_signal"} if signal else {},
-        mirror=mirror_settings or {},
-    )
-    bootstrap(config)
-    try:
-        yield Mirrored(schema, source, config, world.spark, workload, [])
-    finally:
-        services.drop_published_schema(schema, f"cdcmirror-{schema}")
 
 
 @pytest.fixture(scope="module")

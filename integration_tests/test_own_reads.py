@@ -17,16 +17,16 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import (
+from support import services
+from support.mirror_env import (
     Source,
     Workload,
     all_columns,
     assert_same,
     create_table_sql,
 )
-from integration_tests.mirror_fixture import bootstrap, pg_config
+from support.mirror_fixture import bootstrap, pg_config
+from support.spark import SparkWorld
 
 TABLES = ("a", "b")
 

@@ -15,10 +15,10 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import bootstrap, make_config
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_fixture import bootstrap, make_config
+from support.spark import SparkWorld
 
 LONG = "x" * 20_000  # stored out of line (TOAST): an update of another column leaves it out
 

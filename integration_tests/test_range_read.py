@@ -13,8 +13,8 @@ from typing import Any
 
 from cdcmirror.spark.kafka import read_ranges
 from cdcmirror.stack.control import Stack
-from integration_tests import services
-from integration_tests.conftest import SparkWorld
+from support import services
+from support.spark import SparkWorld
 
 
 def _produce(topic: str, counts: dict[int, int]) -> dict[tuple[int, int], str]:

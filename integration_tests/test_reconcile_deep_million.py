@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.million_env import COLUMNS, ROWS, million_source
-from integration_tests.mirror_fixture import Mirrored
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.million_env import COLUMNS, ROWS, million_source
+from support.mirror_fixture import Mirrored
+from support.spark import SparkWorld
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import reconcile_scenarios as rc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import Mirrored
-from integration_tests.test_mirror_mariadb import maria_mirrored
+from support import mirror_scenarios as sc
+from support import reconcile_scenarios as rc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_fixture import Mirrored, maria_mirrored
+from support.spark import SparkWorld
 
 
 @pytest.fixture(scope="module")

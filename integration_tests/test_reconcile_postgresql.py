@@ -8,10 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from cdcmirror.stack.control import Stack
-from integration_tests import reconcile_scenarios as rc
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import Mirrored
-from integration_tests.test_mirror_postgresql import mirrored
+from support import reconcile_scenarios as rc
+from support.mirror_fixture import Mirrored, mirrored
+from support.spark import SparkWorld
 
 
 @pytest.fixture(scope="module")

@@ -5,28 +5,16 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
-from collections.abc import Mapping
 
 import pytest
 
 from cdcmirror.clients.registry import SchemaRegistry
 from cdcmirror.config.settings import Kafka
 from cdcmirror.stack.control import Stack
-from integration_tests import services
+from support import services
+from support.services import register_schema
 
 URL = Kafka().schema_registry_url
-
-
-def _register(subject: str, schema: Mapping[str, object]) -> int:
-    request = urllib.request.Request(
-        f"{URL}/subjects/{subject}/versions",
-        data=json.dumps({"schema": json.dumps(schema)}).encode(),
-        method="POST",
-        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
-    )
-    with urllib.request.urlopen(request, timeout=15) as resp:
-        return int(json.loads(resp.read())["id"])
 
 
 @pytest.mark.serial  # it needs the registry's next id to itself: no other test registers then
@@ -37,11 +25,11 @@ def test_an_id_unknown_at_first_is_fetched_once_it_exists(stack: Stack) -> None:
     registry = SchemaRegistry(URL)
     name = services.unique("reg")
     # unique content: the registry gives identical content the id it already has
-    probe = _register(f"{name}-probe", {"type": "record", "name": f"P_{name}", "fields": []})
+    probe = register_schema(f"{name}-probe", {"type": "record", "name": f"P_{name}", "fields": []})
     upcoming = probe + 1
     assert registry.schemas([upcoming]) == {}
     schema = {"type": "record", "name": f"R_{name}", "fields": [{"name": "a", "type": "long"}]}
-    created = _register(f"{name}-value", schema)
+    created = register_schema(f"{name}-value", schema)
     assert created == upcoming, "another schema was registered in between; run again"
     found = registry.schemas([upcoming])
     assert json.loads(found[upcoming])["name"] == f"R_{name}"

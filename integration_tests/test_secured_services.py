@@ -16,12 +16,12 @@ from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.exceptions import ConfigError
 from cdcmirror.stack import layout, tls
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import run_mirror_process
-from integration_tests.test_mirror_mariadb import maria_mirrored
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_env import run_mirror_process
+from support.mirror_fixture import maria_mirrored
+from support.spark import SparkWorld
 
 SECURE = f"127.0.0.1:{layout.SECURE_PORT}"
 

@@ -27,10 +27,9 @@ from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.mirror.checkpoint import holds_batches
 from cdcmirror.stack import cluster, s3
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import (
+from support import mirror_scenarios as sc
+from support import services
+from support.mirror_env import (
     Source,
     Workload,
     causes,
@@ -38,8 +37,15 @@ from integration_tests.mirror_env import (
     create_table_sql,
     run_mirror_process,
 )
-from integration_tests.mirror_fixture import Mirrored, bootstrap, make_config
-from integration_tests.test_mirror_postgresql import SEED, pg_source, prepare_schema
+from support.mirror_fixture import (
+    PG_SEED,
+    Mirrored,
+    bootstrap,
+    make_config,
+    pg_source,
+    prepare_schema,
+)
+from support.spark import SparkWorld
 
 pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 
@@ -130,7 +136,7 @@ def pg_on_profile(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
     schema = services.unique("rest_pg")
     prepare_schema(schema, signal=True)
     source = pg_source(schema)
-    workload = Workload(source, SEED)
+    workload = Workload(source, PG_SEED)
     workload.run(snapshot_ops)
     config = rest_config(world, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE)
     bootstrap(config)
@@ -153,7 +159,7 @@ def maria_rest(spark_cluster: Stack, mariadb: None, spark_world: SparkWorld) -> 
         services.maria_database(cur, database)
         cur.execute(create_table_sql("mysql", f"{database}.items") + " CHARACTER SET utf8mb4")
     source = Source("mysql", f"{database}.items", lambda: services.maria_connect(database))
-    workload = Workload(source, SEED)
+    workload = Workload(source, PG_SEED)
     workload.run(300)
     config = rest_config(spark_world, database, "mysql", f"{database}.*", database)
     bootstrap(config)

@@ -17,8 +17,8 @@ from cdcmirror.jvm.resolve import resolve_group
 from cdcmirror.stack import processes
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.layout import KAFKA, REGISTRY, REGISTRY_CCOMPAT_PATH
-from integration_tests import services
-from integration_tests.services import CDC_PASSWORD
+from support import services
+from support.services import CDC_PASSWORD
 
 pytestmark = pytest.mark.serial  # see the marker in pyproject.toml
 

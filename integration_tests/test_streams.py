@@ -19,16 +19,15 @@ import pytest
 from confluent_kafka import Producer
 
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_env import Workload, run_mirror_process
-from integration_tests.mirror_fixture import Mirrored, make_config
-from integration_tests.test_mirror_postgresql import pg_source, prepare_schema
-from integration_tests.test_schema_registry import _register
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_env import Workload, run_mirror_process
+from support.mirror_fixture import Mirrored, make_config, pg_source, prepare_schema
+from support.services import register_schema
+from support.spark import SparkWorld
 
-SEED = 20261125
+PG_SEED = 20261125
 READING = {
     "type": "record",
     "name": "Reading",
@@ -145,7 +144,7 @@ def world(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Wor
     name = services.unique("streams")
     prepare_schema(name)
     source = pg_source(name)
-    workload = Workload(source, SEED)
+    workload = Workload(source, PG_SEED)
     workload.run(100)
     base = spark_world.config.base_dir
     config = make_config(base, name, "postgresql", f"{name}.*", services.TEST_DATABASE)
@@ -158,8 +157,8 @@ def world(stack: Stack, postgres: None, spark_world: SparkWorld) -> Iterator[Wor
         [f"{name}.tele.eu", f"{name}.tele.us"],
         f"{name}.profiles",
         f"{name}.readings",
-        _register(f"{name}.readings-value", {**READING, "name": f"Reading_{name}"}),
-        random.Random(SEED),
+        register_schema(f"{name}.readings-value", {**READING, "name": f"Reading_{name}"}),
+        random.Random(PG_SEED),
         {"clicks": [], "tele": [], "profiles": []},
     )
     services.create_topic(w.clicks, 3)
@@ -327,7 +326,7 @@ def test_an_avro_stream_and_a_new_schema_version(world: World) -> None:
         (e["meter"], e["kwh"], e["at"]) for e in first
     )
     v2 = {**READING_V2, "name": f"Reading_{world.m.name}"}
-    v2_id = _register(f"{world.readings}-value", v2)
+    v2_id = register_schema(f"{world.readings}-value", v2)
     second = [{**e, "meter": f"n{i}", "phase": i % 3} for i, e in enumerate(first[:20])]
     world.produce(world.readings, [avro_value(v2_id, v2, e) for e in second])
     world.m.mirror()

@@ -9,11 +9,11 @@ from cdcmirror.bootstrap.connector import connector_name, slot_name
 from cdcmirror.catalog import load_catalog
 from cdcmirror.stack.control import Stack
 from cdcmirror.stack.health import topics_named
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.test_mirror_postgresql import mirrored
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_fixture import mirrored
+from support.spark import SparkWorld
 
 
 def _slot(name: str) -> tuple[bool] | None:

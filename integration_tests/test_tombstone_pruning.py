@@ -25,17 +25,17 @@ from cdcmirror.mirror.tombstone_pruning import PRUNED_BELOW
 from cdcmirror.spark.cdc.direct import batch_mark
 from cdcmirror.spark.iceberg import current_snapshot
 from cdcmirror.spark.maintenance.prune import prune_tombstones
+from cdcmirror.spark.rows import one_row
 from cdcmirror.spark.tombstones import entombed
 from cdcmirror.stack.control import Stack
-from integration_tests import mirror_scenarios as sc
-from integration_tests import services
-from integration_tests.bootstrap_env import run_cli
-from integration_tests.conftest import SparkWorld
-from integration_tests.mirror_fixture import Mirrored
-from integration_tests.test_merge_sql_iceberg import TABLE, _setup, _tombstones_table
-from integration_tests.test_mirror_postgresql import mirrored
+from support import mirror_scenarios as sc
+from support import services
+from support.bootstrap_env import run_cli
+from support.iceberg_tables import ITEMS, items_target, tombstones_table
+from support.mirror_fixture import Mirrored, mirrored
+from support.spark import SparkWorld
 
-N = source_length(TABLE.dialect)
+N = source_length(ITEMS.dialect)
 
 
 def _classify(spark: Any, target: str, tombstones: str, rows: dict[int, tuple[str, int]]) -> Any:
@@ -49,7 +49,7 @@ def _classify(spark: Any, target: str, tombstones: str, rows: dict[int, tuple[st
     ).createOrReplaceTempView("prune_it_batch")
     known = entombed(spark, tombstones)
     sql = classify_sql(
-        TABLE, "prune_it_batch", target, known.stored, False, pruned_below=known.pruned_below
+        ITEMS, "prune_it_batch", target, known.stored, False, pruned_below=known.pruned_below
     )
     return {r.id: r._cdc_action for r in spark.sql(sql).collect()}, known
 
@@ -59,8 +59,8 @@ def test_pruning_raises_the_mark_and_older_changes_of_unknown_keys_are_not_inser
 ) -> None:
     spark = spark_world.spark
     target, tombstones = "merge_it.pruned", "merge_it.pruned__deleted"
-    _setup(spark, target)
-    _tombstones_table(spark, tombstones)
+    items_target(spark, target)
+    tombstones_table(spark, tombstones)
     spark.sql(  # keys 1 and 2 stored at 5
         f"INSERT INTO {target} SELECT id, 'stored', 'c', array(1, 1, 5, 0, 0, id), "
         "current_timestamp(), false FROM range(1, 3)"
@@ -94,7 +94,7 @@ def test_pruning_raises_the_mark_and_older_changes_of_unknown_keys_are_not_inser
     old = "TIMESTAMP '2000-01-01'"
     spark.sql(f"INSERT INTO {tombstones} VALUES (9, array(1, 1, 2, 0, 0, 9), {old})")
     assert prune_tombstones(spark, tombstones, week, N) == 1
-    mark = spark.sql(f"SHOW TBLPROPERTIES {tombstones} ('{PRUNED_BELOW}')").first()[1]
+    mark = one_row(spark.sql(f"SHOW TBLPROPERTIES {tombstones} ('{PRUNED_BELOW}')"))[1]
     assert json.loads(mark) == [1, 1, 15, 0]
     # every tombstone pruned: the table holds none, and the mark still keeps 3 and 6 out
     spark.sql(f"UPDATE {tombstones} SET _cdc_source_ts = {old}")
@@ -106,7 +106,7 @@ def test_pruning_raises_the_mark_and_older_changes_of_unknown_keys_are_not_inser
     # raised to the pruned mark: a batch at 20 is not newer than every tombstone there was
     agg = BatchAggregate(applied=1)
     read = current_snapshot(spark, target)
-    assert batch_mark(spark, TABLE, target, tombstones, read, agg, False) == [1, 1, 40, 0]
+    assert batch_mark(spark, ITEMS, target, tombstones, read, agg, False) == [1, 1, 40, 0]
     late = replace(agg, oldest_position=[1, 1, 20, 0])
     assert not goes_direct(late, False, [1, 1, 40, 0])
 

@@ -1,5 +1,5 @@
 """`make chaos`: faults at random times while both sources take a random workload and the
-continuous mirrors run (``integration_tests/chaos.py``); prints one table of faults and of
+continuous mirrors run (``support/chaos.py``); prints one table of faults and of
 rows lost, duplicated, resurrected or wrong after each, and exits 1 unless all are 0, both
 `reconcile --deep` runs report in sync and no log holds a password.
 
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from integration_tests import services
-from integration_tests.chaos import Chaos
-from integration_tests.chaos_world import maria_side, pg_side
+from support import services
+from support.chaos import Chaos
+from support.chaos_world import maria_side, pg_side
 
 
 def main() -> int:

@@ -6,10 +6,9 @@ from dataclasses import fields
 
 from cdcmirror.mirror.action_counts import ActionCounts, action_count_exprs
 from cdcmirror.mirror.merge_sql import ACTIONS
-from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from support.tables import NAME, make_table
 
-COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("doc", "string", "string"))
-TABLE = MirrorTable("ns.items", "src.s.items", "postgresql", "s.items", ("id",), "upsert", COLUMNS)
+TABLE = make_table(NAME)
 
 
 def test_every_count_the_sql_names_is_a_field() -> None:

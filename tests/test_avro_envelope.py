@@ -1,5 +1,5 @@
 """Which Avro envelopes a CDC table's decode builds from the record (``avro_envelope.py``):
-the fit decisions. Pure; the SQL runs on Spark in ``integration_tests/test_avro_envelope.py``."""
+the fit decisions. Pure; the SQL runs on Spark in ``spark_tests/test_avro_envelope.py``."""
 
 from __future__ import annotations
 
@@ -10,20 +10,13 @@ import pytest
 
 from cdcmirror.mirror.avro import plain_schema
 from cdcmirror.mirror.avro_envelope import AvroEnvelope
-from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
-from tests.test_avro_decoding import ENVELOPE, VALUE, optional
+from cdcmirror.mirror.spec import MirrorTable
+from support.avro_events import ENVELOPE, VALUE, optional
+from support.tables import make_table
 
 
 def table(*columns: tuple[str, str, str]) -> MirrorTable:
-    return MirrorTable(
-        identifier="ns.items",
-        topic="src.s.items",
-        flavor="postgresql",
-        source="s.items",
-        key=("id",),
-        mode="upsert",
-        columns=(MirrorColumn("id", "long", "int64"), *(MirrorColumn(*c) for c in columns)),
-    )
+    return make_table(*columns)
 
 
 def envelope_with(field: dict[str, Any]) -> str:

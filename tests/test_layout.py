@@ -151,7 +151,7 @@ def test_each_sdk_is_imported_in_its_one_place() -> None:
 
 
 def test_production_code_carries_no_fault_injection() -> None:
-    """Crash tests end the process through their own hook (integration_tests/faulty_cli.py)."""
+    """Crash tests end the process through their own hook (support/faulty_cli.py)."""
     carriers = sorted(
         module_name(path)
         for path in PACKAGE.rglob("*.py")

@@ -25,7 +25,7 @@ from cdcmirror.load.plan import choose, load_columns, snapshot_mode
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.source_model import SourceColumn, SourceType
 from cdcmirror.typemap import map_column
-from tests.test_type_mapping_doc import source_type
+from support.type_mapping import source_type
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"
 

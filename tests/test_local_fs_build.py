@@ -1,6 +1,6 @@
 """Building the local file system's jar (``cdcmirror/jvm/local_fs.py``), without Spark:
 a stale or missing build is not used; without a JDK nothing is built and the reason said.
-(The build itself and the classes at work: ``integration_tests/test_local_fs.py``.)"""
+(The build itself and the classes at work: ``spark_tests/test_local_fs.py``.)"""
 
 from __future__ import annotations
 

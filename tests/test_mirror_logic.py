@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -31,10 +33,11 @@ from cdcmirror.mirror.merge_sql import (
     merge_sql,
     restore_sql,
 )
-from cdcmirror.mirror.positions import newer, source_length
-from cdcmirror.mirror.spec import MirrorColumn, MirrorTable, mirror_table
+from cdcmirror.mirror.positions import source_length
+from cdcmirror.mirror.spec import MirrorTable, mirror_table
 from cdcmirror.mirror.toast import placeholder_sql, toastable, unavailable_sql
 from cdcmirror.table_properties import CARRIERS_PROPERTY
+from support.tables import make_table
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
 
@@ -96,22 +99,14 @@ def test_fields_of_an_event_schema_map_like_bootstrap() -> None:
     assert carrier_with_scale(DECIMAL, "money", None) == f"{DECIMAL}(2)"
 
 
-def table(**kw: object) -> MirrorTable:
-    base: dict[str, object] = dict(
-        identifier="ns.items",
-        topic="p.public.items",
-        flavor="postgresql",
+def table(**kw: Any) -> MirrorTable:
+    table = make_table(
+        ("note", "string", "string"),
+        ("qty", "int", "int32"),
         source="public.items",
-        key=("id",),
-        mode="upsert",
-        columns=(
-            MirrorColumn("id", "long", "int64"),
-            MirrorColumn("note", "string", "string"),
-            MirrorColumn("qty", "int", "int32"),
-        ),
+        topic="p.public.items",
     )
-    base.update(kw)
-    return MirrorTable(**base)  # type: ignore[arg-type]
+    return replace(table, **kw)
 
 
 def test_spec_from_table_properties_and_missing_carriers() -> None:
@@ -151,16 +146,15 @@ def test_evolution_adds_widens_and_refuses() -> None:
     assert row_fields(envelope) == fields
 
 
-def test_position_guard_compares_only_the_source_part() -> None:
+def test_the_source_part_of_a_position_per_dialect() -> None:
+    """How many leading elements of a position are the source's (the guard's comparison runs
+    on Spark in ``spark_tests/test_merge_sql_iceberg.py``)."""
     assert source_length("postgresql") == 3 and source_length("mysql") == 4
-    assert newer("a", "b", 2) == "slice(a, 1, 2) > slice(b, 1, 2)"
-    sql = merge_sql(table(), "t", "c", soft=False)
-    assert sql.count("slice(s._cdc_position, 1, 3) > slice(t._cdc_position, 1, 3)") == 2
-    assert "THEN DELETE" in sql and "IF(s.`_cdc_t_note`, t.`note`, s.`note`)" in sql
-    soft = merge_sql(table(), "t", "c", soft=True)
-    assert "_cdc_deleted = true" in soft and "THEN DELETE" not in soft
 
 
+# The SQL tests below check what a statement reads or which branches it has: a cost, not a
+# result. The rows each variant writes are compared with the full statement's on Spark
+# (spark_tests/test_merge_sql_iceberg.py, test_direct_merge.py, test_toast_chain_sql.py).
 def test_a_batch_without_placeholders_or_inserts_merges_without_those_branches() -> None:
     """No change carries an unchanged-TOAST placeholder: no stored value is read; no change
     inserts: no NOT MATCHED branch (both executed on Iceberg by the integration tests)."""
@@ -243,7 +237,7 @@ def test_postgresql_position_orders_by_last_commit_then_lsn() -> None:
 
     sql = position_sql("postgresql", "e")
     # phase, then source.sequence's last commit (the change's LSN when it is null), then LSN
-    # (the first item's SQL runs on Spark in integration_tests/test_sequence_sql.py)
+    # (the first item's SQL runs on Spark in spark_tests/test_sequence_sql.py)
     first = first_of_sequence_sql("e.source.sequence")
     assert sql.index(first) < sql.index("coalesce(e.source.lsn")
     assert f"coalesce(CAST({first} AS BIGINT), coalesce(" in sql

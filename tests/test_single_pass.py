@@ -16,9 +16,9 @@ from cdcmirror.spark.cdc.plan import planned as own_plan
 from cdcmirror.spark.kafka import range_offsets
 from cdcmirror.spark.streams.apply import StreamTable
 from cdcmirror.streams.spec import StreamSpec
+from support.tables import NAME, make_table
 
-COLUMNS = (MirrorColumn("id", "long", "int64"), MirrorColumn("name", "string", "string"))
-TABLE = MirrorTable("ns.items", "src.s.items", "postgresql", "s.items", ("id",), "upsert", COLUMNS)
+TABLE = make_table(NAME)
 OTHER = replace(TABLE, identifier="ns.other", topic="src.s.other", source="s.other")
 TABLES = {TABLE.topic: TABLE, OTHER.topic: OTHER}
 CLICKS = StreamTable(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from cdcmirror.exceptions import UnsupportedTypeError
 from cdcmirror.source.type_parsing import parse_mysql_type, parse_postgresql_type
 from cdcmirror.source_model import SourceType
 from cdcmirror.typemap import MappingOptions, map_column
+from support.type_mapping import source_type
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"
 
@@ -27,17 +26,6 @@ def doc_rows() -> list[tuple[str, str, str, str]]:
         if len(cells) >= 4 and cells[0] in ("postgresql", "mysql"):
             rows.append((cells[0], cells[1], cells[2], cells[3]))
     return rows
-
-
-def source_type(dialect: str, text: str) -> SourceType:
-    """The SourceType discovery would produce for a row's source type cell."""
-    if dialect == "mysql":
-        return parse_mysql_type(text)
-    if m := re.fullmatch(r"(\S+) \(enum\)", text):
-        return SourceType(name="enum", text=m[1], values=("a", "b"))
-    if m := re.fullmatch(r"(\S+) \(domain over (.+)\)", text):
-        return replace(parse_postgresql_type(m[2]), domain=m[1])
-    return parse_postgresql_type(text)
 
 
 ROWS = doc_rows()

@@ -19,7 +19,7 @@ back (``merge_sql.restore_sql``), as the guard would have kept it.
 
 :func:`data_commit` is the commit of a batch's rows (a table MERGE, a stream append), the one
 whose timing matters to exactly-once; the crash tests wrap it
-(``integration_tests/faulty_cli.py``), production code carries no fault injection.
+(``support/faulty_cli.py``), production code carries no fault injection.
 """
 
 from __future__ import annotations
