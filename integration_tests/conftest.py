@@ -10,7 +10,6 @@ from cdcmirror.stack.control import Stack
 from support import services
 from support.debezium_events import WORKLOAD_EXPECTED, ChangeTopic, run_workload
 from support.schedule_report import ScheduleReport
-from support.spark import SparkWorld, spark_world  # noqa: F401  (shared fixture)
 
 
 def pytest_configure(config: pytest.Config) -> None:

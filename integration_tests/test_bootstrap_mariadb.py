@@ -13,7 +13,7 @@ from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from support import services
+from support import FIXTURES_DIR, services
 from support.bootstrap_env import (
     assert_schemas,
     assert_snapshot_carriers,
@@ -22,7 +22,7 @@ from support.bootstrap_env import (
     write_config,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "mariadb_types.sql"
+FIXTURE = FIXTURES_DIR / "mariadb_types.sql"
 
 # The Iceberg type of every column of fixtures/mariadb_types.sql: docs/type-mapping.md.
 EXPECTED = {

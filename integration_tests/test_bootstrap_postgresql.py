@@ -15,7 +15,7 @@ from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.types import to_spec
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
-from support import services
+from support import FIXTURES_DIR, services
 from support.bootstrap_env import (
     assert_schemas,
     assert_snapshot_carriers,
@@ -23,7 +23,7 @@ from support.bootstrap_env import (
     write_config,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "pg_types.sql"
+FIXTURE = FIXTURES_DIR / "pg_types.sql"
 
 # The Iceberg type of every column of fixtures/pg_types.sql: docs/type-mapping.md, by hand.
 EXPECTED = {

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from support.spark import SparkWorld, spark_world  # noqa: F401  (the shared fixture)
-
-__all__ = ["SparkWorld"]
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

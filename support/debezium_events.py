@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from support.spark import SparkWorld, spark_world  # noqa: F401  (shared fixture)
-
 
 def payload(raw: bytes | None) -> dict[str, Any] | None:
     """The ``payload`` of a JSON-with-schema record; None for a tombstone."""
