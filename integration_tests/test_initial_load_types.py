@@ -18,13 +18,13 @@ import pytest
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
+from support import FIXTURES_DIR, services
 from support import mirror_scenarios as sc
-from support import services
 from support.bootstrap_env import run_cli, run_script
 from support.mirror_fixture import make_config
 from support.spark import SparkWorld
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = FIXTURES_DIR
 
 PG_MORE = """
 INSERT INTO {schema}.numbers VALUES (2, 32767, -2147483648, 9223372036854775807, DEFAULT,

@@ -57,3 +57,15 @@ def test_the_spark_tests_need_no_service() -> None:
                 wrong += [f"{path.name}:{node.name} asks for {a}" for a in sorted(asked)]
         wrong += [f"{path.name} imports {n}" for n in _imports(path) if n == "support.services"]
     assert not wrong, "\n".join(wrong)
+
+
+def test_fixture_files_are_read_from_support() -> None:
+    """The data files the tests share live in ``support/fixtures``; a test that looks for them
+    beside itself finds nothing once the files move (they did)."""
+    wrong = sorted(
+        str(path.relative_to(ROOT))
+        for tier in TIERS
+        for path in (ROOT / tier).rglob("*.py")
+        if path != Path(__file__).resolve() and '.parent / "fixtures"' in path.read_text()
+    )
+    assert not wrong, "read these from support.FIXTURES_DIR: " + ", ".join(wrong)
