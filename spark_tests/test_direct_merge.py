@@ -230,6 +230,28 @@ def test_a_direct_batch_with_deletes_writes_and_entombs_what_the_classified_one_
     assert [(i, p[2]) for i, p in direct_tomb] == [(1, 92), (7, 94), (8, 96)]
 
 
+def test_an_empty_direct_batch_observes_nothing_and_changes_nothing(
+    spark_world: SparkWorld,
+) -> None:
+    """A direct batch whose every event went elsewhere (dead letters) MERGEs an empty source:
+    its keys are not observed (Spark 4.1 hands over a row of no columns), so they are
+    counted, and the table is as it was."""
+    from cdcmirror.spark.cdc.direct import dedupe_direct, merge_direct
+    from cdcmirror.spark.iceberg import current_snapshot
+
+    spark = spark_world.spark
+    direct_target(spark, "direct_it.empty")
+    _store(spark, "direct_it.empty", STORED)
+    before = _rows(spark, "direct_it.empty")
+    batch = spark.sql(DELETES).where("false")
+    read = current_snapshot(spark, "direct_it.empty")
+    d = _direct(spark, "direct_it.empty", {QUERY_ID: "q", BATCH_ID: "3"})
+    seen = dedupe_direct(d, batch)
+    merge_direct(d, read, {}, matched=True, inserts=True)
+    assert observed_keys(seen, wait=2.0) is None
+    assert _rows(spark, "direct_it.empty") == before
+
+
 def test_a_direct_batchs_deletes_are_told_by_its_keys_first_events(
     spark_world: SparkWorld,
 ) -> None:
