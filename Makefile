@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit spark integration test test-full quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ test: system-deps install provision stack-up lint ## install, provision, start, 
 test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
 	$(PARALLEL) -m "not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m serial integration_tests; b=$$?; test $$a = 0 && test $$b = 0
+
+test-compat: system-deps install provision stack-up ## the local Spark tests and an integration subset on each other Spark line (4.1, 3.5), a virtualenv each (outside CI)
+	bash scripts/test-compat.sh
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py

@@ -82,7 +82,7 @@ def test_the_cluster_profile_matches_the_native_one() -> None:
 
     text = COMPOSE.read_text()
     assert f"versity/versitygw:{s3.VERSION}" in text
-    assert f"apache/iceberg-rest-fixture:{load_manifest().versions['iceberg']}" in text
+    assert f"apache/iceberg-rest-fixture:{load_manifest().versions['iceberg_rest']}" in text
     assert f"ROOT_ACCESS_KEY_ID: {s3.ACCESS_KEY}" in text
     assert f"ROOT_SECRET_ACCESS_KEY: {s3.SECRET_KEY}" in text
     assert f"CATALOG_WAREHOUSE: {cluster.REST_WAREHOUSE}" in text
@@ -111,5 +111,3 @@ def test_the_compose_cluster_job_runs_the_native_profile_settings() -> None:
     assert "spark-master" in COMPOSE.read_text()
     dockerfile = (COMPOSE.parent / "cdcmirror.Dockerfile").read_text()
     assert "cdcmirror jars resolve spark" in dockerfile
-    pyproject = (COMPOSE.parent.parent / "pyproject.toml").read_text()
-    assert f"pyspark=={load_manifest().versions['spark']}" in pyproject

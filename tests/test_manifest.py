@@ -11,14 +11,18 @@ from cdcmirror.jvm.manifest import (
     build_pom,
     load_manifest,
     parse_manifest,
+    spark_line,
     unresolved_coordinate,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_shipped_manifest_pins_one_version_per_line() -> None:
-    manifest = load_manifest()
+@pytest.mark.parametrize("line", ["4.0", "4.1", "3.5"])
+def test_shipped_manifest_pins_one_version_per_line(line: str) -> None:
+    manifest = load_manifest(line)
+    assert manifest.line == line and manifest.lines == ("4.0", "4.1", "3.5")
+    assert spark_line(manifest.versions["spark"]) == line
     assert set(manifest.groups) == {
         "kafka",
         "debezium-postgres",
@@ -31,16 +35,26 @@ def test_shipped_manifest_pins_one_version_per_line() -> None:
     }
     coords = [c for g in manifest.groups.values() for c in g.artifacts]
     for c in coords:
-        if c.group == "org.apache.spark":
-            assert c.version == manifest.versions["spark"]
+        if c.group == "org.apache.spark":  # one release, but for the two pinned apart
+            key = {
+                f"spark-token-provider-kafka-0-10_{manifest.versions['spark_scala']}": (
+                    "spark_token_provider"
+                ),
+                f"spark-avro_{manifest.versions['spark_scala']}": "spark_avro",
+            }.get(c.artifact, "spark")
+            assert c.version == manifest.versions[key]
+            assert spark_line(c.version) == line
         if c.group == "io.debezium":
             assert c.version == manifest.versions["debezium"]
         if c.group == "org.apache.kafka":
             assert c.version == manifest.versions["kafka"]
         if c.group == "io.apicurio":  # registry and converter: one release
             assert c.version == manifest.versions["apicurio"]
-        if c.group == "org.apache.iceberg":  # the Spark runtime and the REST server: one release
-            assert c.version == manifest.versions["iceberg"]
+        if c.group == "org.apache.iceberg":  # the Spark runtime and its S3 bundle: one release
+            rest = c in manifest.groups["rest-catalog"].artifacts
+            assert c.version == manifest.versions["iceberg_rest" if rest else "iceberg"]
+        if c.group.startswith("org.apache.iceberg") and "spark-runtime" in c.artifact:
+            assert c.artifact == f"iceberg-spark-runtime-{line}_{manifest.versions['spark_scala']}"
         if c.group.startswith("org.eclipse.jetty"):
             assert c.version == manifest.versions["jetty"]
 
@@ -98,7 +112,25 @@ def test_unpack_and_service_jar(tmp_path: Path) -> None:
 def test_pyspark_pin_matches_the_manifest() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     pins = [d for d in project["project"]["dependencies"] if d.startswith("pyspark")]
-    assert pins == [f"pyspark=={load_manifest().versions['spark']}"]
+    default = load_manifest(load_manifest().lines[0])
+    assert pins == [f"pyspark=={default.versions['spark']}"]
+
+
+def test_a_line_changes_only_the_spark_groups_jars() -> None:
+    default, older = load_manifest("4.0"), load_manifest("3.5")
+    assert load_manifest("4.1").groups["spark"].path == "spark-4.1.3"
+    for name, group in default.groups.items():
+        if name == "spark":
+            assert group.by_line and group.path == "spark-4.0.0"
+            assert older.groups[name].path == "spark-3.5.7"
+            assert group.fingerprint() != older.groups[name].fingerprint()
+        else:
+            assert older.groups[name] == group, name
+
+
+def test_a_spark_line_the_manifest_lacks_is_named_with_the_lines_it_has() -> None:
+    with pytest.raises(ArtifactResolutionError, match=r"Spark 3\.4 .* 4\.0, 4\.1, 3\.5"):
+        load_manifest("3.4")
 
 
 def test_fingerprint_changes_with_the_spec() -> None:

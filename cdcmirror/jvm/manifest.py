@@ -6,7 +6,7 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from xml.sax.saxutils import escape
 
 from cdcmirror.exceptions import ArtifactResolutionError
@@ -64,6 +64,8 @@ class ArtifactGroup:
     # "group:artifact" of artefacts fetched without their dependencies (the group carries
     # what they need in another form, e.g. the AWS SDK inside iceberg-aws-bundle)
     alone: tuple[str, ...] = ()
+    # the group follows the Spark line of the installed pyspark (``[lines.X]`` versions)
+    by_line: bool = False
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the group's content; a change means re-resolve."""
@@ -82,14 +84,38 @@ class ArtifactGroup:
 
 @dataclass(frozen=True)
 class Manifest:
-    """All pinned versions and artefact groups."""
+    """All pinned versions and artefact groups, for one Spark line."""
 
     versions: dict[str, str]
     groups: dict[str, ArtifactGroup]
+    # the Spark line ("4.1") the ``by_line`` groups were expanded for, and every line the
+    # manifest supports, the default first
+    line: str = ""
+    lines: tuple[str, ...] = ()
 
 
-def parse_manifest(text: str) -> Manifest:
+def _newest_first(line: str) -> tuple[int, ...]:
+    return tuple(-int(part) for part in line.split(".") if part.isdigit())
+
+
+def spark_line(version: str) -> str:
+    """The Spark line of a Spark (or pyspark) version: its major and minor.
+
+    >>> spark_line("4.1.1"), spark_line("3.5.7"), spark_line("4.0.0.dev1")
+    ('4.1', '3.5', '4.0')
+    """
+    return ".".join(version.split(".")[:2])
+
+
+GROUP_KEYS = {"artifacts", "exclude", "path", "unpack", "services", "alone", "by_line"}
+
+
+def parse_manifest(text: str, line: str | None = None) -> Manifest:
     """Parse the manifest TOML, substituting ``{name}`` with ``[versions]`` entries.
+
+    ``line``: a Spark line of ``[lines]`` whose versions replace ``[versions]`` in the
+    groups marked ``by_line``; None or the default line (that of ``[versions] spark``)
+    keeps ``[versions]``.
 
     >>> m = parse_manifest('''
     ... [versions]
@@ -102,10 +128,27 @@ def parse_manifest(text: str) -> Manifest:
     """
     data = tomllib.loads(text)
     versions = {str(k): str(v) for k, v in data.get("versions", {}).items()}
+    default = spark_line(versions.get("spark", ""))
+    overrides: dict[str, dict[str, str]] = {
+        str(name): {str(k): str(v) for k, v in spec.items()}
+        for name, spec in data.get("lines", {}).items()
+    }
+    lines = (default, *sorted(overrides, key=_newest_first))
+    chosen = default if line is None else line
+    if chosen != default and chosen not in overrides:
+        raise ArtifactResolutionError(
+            f"Spark {chosen} is not a line cdcmirror runs on; it runs on "
+            f"{', '.join(lines)}: install one of those pyspark versions "
+            "(docs: Spark and Iceberg versions)"
+        )
+    line_versions = {**versions, **overrides.get(chosen, {})}
+    for table in (versions, line_versions):
+        if "spark" in table:
+            table["spark_line"] = spark_line(table["spark"])
 
-    def expand(value: str) -> str:
+    def expand(value: str, by_line: bool) -> str:
         try:
-            return value.format(**versions)
+            return value.format(**(line_versions if by_line else versions))
         except KeyError as exc:
             raise ArtifactResolutionError(
                 f"manifest entry {value!r} names version {exc.args[0]!r}, "
@@ -114,27 +157,39 @@ def parse_manifest(text: str) -> Manifest:
 
     groups: dict[str, ArtifactGroup] = {}
     for name, spec in data.get("groups", {}).items():
-        unknown = set(spec) - {"artifacts", "exclude", "path", "unpack", "services", "alone"}
+        unknown = set(spec) - GROUP_KEYS
         if unknown:
             raise ArtifactResolutionError(
                 f"manifest group {name!r} has unknown keys {sorted(unknown)}"
             )
+        by_line = bool(spec.get("by_line", False))
         groups[name] = ArtifactGroup(
             name=name,
-            path=expand(spec.get("path", name)),
-            artifacts=tuple(Coordinate.parse(expand(a)) for a in spec["artifacts"]),
-            exclude=tuple(expand(e) for e in spec.get("exclude", [])),
+            path=expand(spec.get("path", name), by_line),
+            artifacts=tuple(Coordinate.parse(expand(a, by_line)) for a in spec["artifacts"]),
+            exclude=tuple(expand(e, by_line) for e in spec.get("exclude", [])),
             unpack=bool(spec.get("unpack", False)),
             services=tuple(spec.get("services", [])),
-            alone=tuple(expand(a) for a in spec.get("alone", [])),
+            alone=tuple(expand(a, by_line) for a in spec.get("alone", [])),
+            by_line=by_line,
         )
-    return Manifest(versions=versions, groups=groups)
+    return Manifest(versions=line_versions, groups=groups, line=chosen, lines=lines)
 
 
-def load_manifest() -> Manifest:
-    """The manifest shipped with the package."""
+def installed_spark_line() -> str | None:
+    """The Spark line of the installed pyspark, None when pyspark's metadata is absent (a
+    driver under spark-submit whose pyspark comes from SPARK_HOME: its jars are --jars)."""
+    try:
+        return spark_line(metadata.version("pyspark"))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def load_manifest(line: str | None = None) -> Manifest:
+    """The manifest shipped with the package, for ``line`` (default: the installed
+    pyspark's Spark line)."""
     text = resources.files("cdcmirror.jvm").joinpath("manifest.toml").read_text("utf-8")
-    return parse_manifest(text)
+    return parse_manifest(text, line or installed_spark_line())
 
 
 def build_pom(group: ArtifactGroup) -> str:
