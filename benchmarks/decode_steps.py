@@ -6,7 +6,7 @@ Each step is the step before it plus one stage, written to Spark's ``noop`` sink
 faster of two runs), so the difference between two steps is the cost of the stage:
 
 - ``read``: the Kafka records only;
-- ``checked``: with the UTF-8 check (JSON) or the Avro bodies read (``once_records``, then
+- ``checked``: with the UTF-8 check (JSON) or the Avro bodies read (``records.once``, then
   ``avro_frames`` with the table's envelope, as the decode reads them);
 - ``parsed``: the envelope parsed (``from_json``; JSON with schemas from its payload,
   ``schema_parts.payload_text_sql``, as the decode parses it; Avro: built from the record
@@ -22,8 +22,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cdcmirror.spark.single_pass import once_records
-
 from cdcmirror.catalog import load_catalog
 from cdcmirror.checkpoint_store import checkpoint_files, remembered_schemas
 from cdcmirror.clients.registry import SchemaRegistry
@@ -36,6 +34,8 @@ from cdcmirror.mirror.envelope import envelope_ddl
 from cdcmirror.mirror.schema_parts import payload_text_sql
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.cdc.decode import decode_events, keep, let_go
+from cdcmirror.spark.cdc.plan import TopicBatch
+from cdcmirror.spark.cdc.records import Formats, once
 from cdcmirror.spark.kafka import read_ranges
 from cdcmirror.spark.session import build_spark_session
 
@@ -75,7 +75,8 @@ def decode_steps(config: Config, fmt: str, topic: str, start: int, end: int) -> 
     frames = AvroFrames()
 
     def checked_of(read: Any) -> Any:
-        checked = once_records(read, set(known), frames, registry, kind)
+        batch = TopicBatch(topic, end - start, {0: end}, {0: start}, frozenset(known))
+        checked = once(read, batch, Formats(kind, frames, registry))
         if registry is not None:  # the bodies read as the decode reads them
             texts = registry.schemas(sorted(int(k) for k in known))
             checked = frames.decode(checked, texts, envelope=AvroEnvelope(table))
