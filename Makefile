@@ -71,7 +71,7 @@ test-full: system-deps install provision stack-up lint ## every test, the long o
 	$(PARALLEL) -m "not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m serial integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
-test-compat: system-deps install provision stack-up ## the local Spark tests and an integration subset on each other Spark line (4.1, 3.5), a virtualenv each (outside CI)
+test-compat: system-deps install provision stack-up ## the local Spark tests and an integration subset on the other Spark line (4.1), in a virtualenv of its own (outside CI)
 	bash scripts/test-compat.sh
 
 quickstart: system-deps install provision stack-up ## the local demo end to end
