@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("line", ["4.0", "4.1"])
 def test_shipped_manifest_pins_one_version_per_line(line: str) -> None:
     manifest = load_manifest(line)
-    assert manifest.line == line and manifest.lines == ("4.0", "4.1")
+    assert manifest.line == line and manifest.lines == ("4.1", "4.0")
     assert spark_line(manifest.versions["spark"]) == line
     assert set(manifest.groups) == {
         "kafka",
@@ -117,18 +117,18 @@ def test_pyspark_pin_matches_the_manifest() -> None:
 
 
 def test_a_line_changes_only_the_spark_groups_jars() -> None:
-    default, other = load_manifest("4.0"), load_manifest("4.1")
+    default, other = load_manifest("4.1"), load_manifest("4.0")
     for name, group in default.groups.items():
         if name == "spark":
-            assert group.by_line and group.path == "spark-4.0.0"
-            assert other.groups[name].path == "spark-4.1.3"
+            assert group.by_line and group.path == "spark-4.1.3"
+            assert other.groups[name].path == "spark-4.0.0"
             assert group.fingerprint() != other.groups[name].fingerprint()
         else:
             assert other.groups[name] == group, name
 
 
 def test_a_spark_line_the_manifest_lacks_is_named_with_the_lines_it_has() -> None:
-    with pytest.raises(ArtifactResolutionError, match=r"Spark 3\.5 .* 4\.0, 4\.1:"):
+    with pytest.raises(ArtifactResolutionError, match=r"Spark 3\.5 .* 4\.1, 4\.0:"):
         load_manifest("3.5")
 
 

@@ -61,6 +61,7 @@ __all__ = ["Applier", "ApplierOptions", "CatalogHooks", "MirrorError", "TableSta
 logger = logging.getLogger("cdcmirror.mirror")
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+ADAPTIVE = "spark.sql.adaptive.enabled"
 EVENTS_PER_PARTITION = 2_000
 
 
@@ -172,6 +173,11 @@ class Applier:
         started = time.monotonic()
         # foreachBatch hands over a frame of its own session: temp views and SQL must use it
         self.batch_spark = df.sparkSession
+        # Spark 4.1 leaves adaptive execution on in a stateless query's batches (SPARK-53941),
+        # where 4.0 turned it off in the query's session: each query stage of the MERGE
+        # became a Spark job of its own, for no gain (benchmarks/RESULTS.md), and the batch
+        # sizes its shuffles itself (``_size_shuffles``). Off on every line alike.
+        self.batch_spark.conf.set(ADAPTIVE, "false")
         plan = planned(self.tables, self.streams, self.options.batch_ranges, batch_id, self._known)
         work = self._own_reads(plan, df) if plan is not None else None
         if work is not None:  # each table and stream reads its own records
