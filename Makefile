@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint docs unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs docs-build unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -12,7 +12,7 @@ help: ## this list
 $(BIN)/activate: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,docs]"
 	touch $(BIN)/activate
 
 install: $(BIN)/activate ## Python virtualenv with cdcmirror and the dev tools
@@ -37,8 +37,12 @@ lint: install ## ruff (lint + format) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-docs: install ## write the references generated from the code (docs/settings.md)
-	$(CLI) config reference > docs/settings.md
+docs: install ## write the reference pages generated from the code (docs/reference/), then build the site into site/
+	$(BIN)/python -m cdcmirror.cli.reference docs/reference
+	$(MAKE) docs-build
+
+docs-build: install ## build the docs site into site/ with --strict: a broken link or anchor, or a page left out of the navigation, fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 unit: install ## unit tests (no JVM, no service)
 	$(BIN)/pytest -q cdcmirror tests
@@ -63,15 +67,15 @@ TEST_JVM ?= -XX:TieredStopAtLevel=1
 PARALLEL = JAVA_TOOL_OPTIONS="$(TEST_JVM)" $(BIN)/pytest -n $(WORKERS) --dist loadfile --durations=60
 SERIAL = $(BIN)/pytest --durations=20
 
-test: system-deps install provision stack-up lint ## install, provision, start, lint, all tests but the long ones (CI)
+test: system-deps install provision stack-up lint docs-build ## install, provision, start, lint, all tests but the long ones (CI)
 	$(PARALLEL) -m "not full and not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m "not full and serial" integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
-test-full: system-deps install provision stack-up lint ## every test, the long ones (marked full) too
+test-full: system-deps install provision stack-up lint docs-build ## every test, the long ones (marked full) too
 	$(PARALLEL) -m "not serial" cdcmirror tests spark_tests integration_tests; a=$$?; \
 	$(SERIAL) -m serial integration_tests; b=$$?; test $$a = 0 && test $$b = 0
 
-test-compat: system-deps install provision stack-up ## the local Spark tests and an integration subset on the other Spark line (4.1), in a virtualenv of its own (outside CI)
+test-compat: system-deps install provision stack-up ## the local Spark tests and an integration subset on the other Spark line (4.0), in a virtualenv of its own (outside CI)
 	bash scripts/test-compat.sh
 
 quickstart: system-deps install provision stack-up ## the local demo end to end

@@ -1,6 +1,6 @@
 """The one type mapping: source type -> Iceberg type, and how the Debezium event carries the
-value. Pure. Documented, case by case, in ``docs/type-mapping.md`` (its table is the golden
-test of this module), and used both by ``bootstrap`` (table schemas) and by the mirror's
+value. Pure. Documented, case by case, in ``docs/reference/type-mapping.md`` (its table is
+the golden test of this module), and used both by ``bootstrap`` (table schemas) and by the mirror's
 decoder (the target type of each value).
 
 Iceberg types are written as strings (``long``, ``decimal(20,0)``, ``list<int>``,
@@ -235,5 +235,5 @@ def map_column(
     raise UnsupportedTypeError(
         f"{where}: type {source_type.text} has no mapping to Iceberg. Set "
         'source.unknown_types = "string" to mirror such columns as their text, or leave '
-        "the table out of source.include (docs/type-mapping.md lists the supported types)"
+        "the table out of source.include (docs/reference/type-mapping.md lists the supported types)"
     )

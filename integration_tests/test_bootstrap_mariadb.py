@@ -24,7 +24,7 @@ from support.bootstrap_env import (
 
 FIXTURE = FIXTURES_DIR / "mariadb_types.sql"
 
-# The Iceberg type of every column of fixtures/mariadb_types.sql: docs/type-mapping.md.
+# The Iceberg type of every column of fixtures/mariadb_types.sql: docs/reference/type-mapping.md.
 EXPECTED = {
     "numbers": {
         "id": "long", "c_tinyint": "int", "c_tinyint_unsigned": "int", "c_boolean": "boolean",

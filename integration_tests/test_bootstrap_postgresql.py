@@ -25,7 +25,8 @@ from support.bootstrap_env import (
 
 FIXTURE = FIXTURES_DIR / "pg_types.sql"
 
-# The Iceberg type of every column of fixtures/pg_types.sql: docs/type-mapping.md, by hand.
+# The Iceberg type of every column of fixtures/pg_types.sql: docs/reference/type-mapping.md,
+# by hand.
 EXPECTED = {
     "numbers": {
         "id": "long", "c_smallint": "int", "c_integer": "int", "c_bigint": "long",

@@ -40,7 +40,7 @@ def test_up_is_idempotent(stack: Stack) -> None:
 
 
 def test_every_part_listens_on_loopback_only(stack: Stack) -> None:
-    """What the README says: nothing the stack starts answers on another interface."""
+    """What the quick start says: nothing the stack starts answers on another interface."""
     from cdcmirror.stack import layout
 
     for part in layout.PARTS:

@@ -1,4 +1,4 @@
-"""The source type of a row of ``docs/type-mapping.md``, as discovery would read it."""
+"""The source type of a row of ``docs/reference/type-mapping.md``, as discovery would read it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The initial load's pure parts: each type's reading (against docs/type-mapping.md's
+"""The initial load's pure parts: each type's reading (against docs/reference/type-mapping.md's
 "spark load" column), the partitions (each row in exactly one, checked on SQLite), the
 choice between Spark and Debezium, the connector's snapshot settings."""
 
@@ -27,7 +27,7 @@ from cdcmirror.source_model import SourceColumn, SourceType
 from cdcmirror.typemap import map_column
 from support.type_mapping import source_type
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "reference" / "type-mapping.md"
 
 
 def load_rows() -> list[tuple[str, str, str]]:

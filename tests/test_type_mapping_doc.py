@@ -1,4 +1,5 @@
-"""docs/type-mapping.md is the golden table of the type mapping: every row is checked here."""
+"""docs/reference/type-mapping.md is the golden table of the type mapping: every row is
+checked here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from cdcmirror.source_model import SourceType
 from cdcmirror.typemap import MappingOptions, map_column
 from support.type_mapping import source_type
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "type-mapping.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "reference" / "type-mapping.md"
 
 
 def _cell(text: str) -> str:

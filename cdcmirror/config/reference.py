@@ -1,5 +1,5 @@
 """The reference of every setting, written from the declaration (``settings.py``): what
-``docs/settings.md`` holds and ``cdcmirror config reference`` prints. Pure."""
+``docs/reference/configuration.md`` holds and ``cdcmirror config reference`` prints. Pure."""
 
 from __future__ import annotations
 
@@ -56,6 +56,6 @@ def reference_markdown() -> str:
     parts.append(
         "\n## `[[streams]]`\n\nPlain event topics appended (or upserted by key) beside the "
         "CDC tables, one entry per table; `CDCMIRROR_STREAMS__<N>__<KEY>` overrides entry N. "
-        "Their keys are those of [Event streams](../README.md#event-streams).\n"
+        "Their keys are those of [Event streams](../concepts/streams.md).\n"
     )
     return "\n".join(parts)

@@ -4,8 +4,8 @@ choice), its default, whether it is a secret, and one line saying what it does.
 Everything else is derived from these classes: the TOML file's keys and the
 ``CDCMIRROR_<SECTION>__<KEY>`` variables (``load.py``), reading any string key from a file
 (``files.py``), the secrets ``config show`` masks (``masking.py``) and the reference of
-every setting (``reference.py``, written to ``docs/settings.md``). A test fails when the
-written reference and this declaration differ.
+every setting (``reference.py``, written to ``docs/reference/configuration.md``). A test
+fails when the written reference and this declaration differ.
 
 What a value means for the code that reads it lives beside it (``Kafka.avro``), so no module
 interprets the raw words on its own. The ``repr`` of a section leaves out what may hold a

@@ -6,7 +6,7 @@ Each column is read over JDBC as the result of a source-side expression (``selec
 as microseconds, exotic types as their text), then turned into its Iceberg type by a Spark
 SQL expression over that alias (``convert``). The value must be the one the Debezium event
 of the same row decodes to (``mirror/carriers.py``): ``integration_tests/test_initial_load.py``
-compares both, column by column, over every type of ``docs/type-mapping.md``. A column
+compares both, column by column, over every type of ``docs/reference/type-mapping.md``. A column
 whose value the load cannot produce exactly is refused (``NotLoadableError``) before anything is
 read, naming the column; such tables take ``initial_load = "debezium"``.
 """
