@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint docs docs-build unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs docs-build docs-check unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ lint: install ## ruff (lint + format) and mypy
 docs: install ## write the reference pages generated from the code (docs/reference/), then build the site into site/
 	$(BIN)/python -m cdcmirror.cli.reference docs/reference
 	$(MAKE) docs-build
+
+docs-check: docs-build ## open the built site in headless Chromium (Debian's, installed when missing): screenshots of three pages into site-shots/, fails on a page that does not render
+	command -v chromium >/dev/null || $$( [ $$(id -u) = 0 ] || echo sudo ) apt-get install -y -q chromium
+	$(BIN)/python scripts/docs_check.py
 
 docs-build: install ## build the docs site into site/ with --strict: a broken link or anchor, or a page left out of the navigation, fails
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
