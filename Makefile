@@ -45,7 +45,10 @@ docs-check: docs-build ## open the built site in headless Chromium (Debian's, in
 	command -v chromium >/dev/null || $$( [ $$(id -u) = 0 ] || echo sudo ) apt-get install -y -q chromium
 	$(BIN)/python scripts/docs_check.py
 
-docs-build: install ## build the docs site into site/ with --strict: a broken link or anchor, or a page left out of the navigation, fails
+docs/javascripts/mermaid.min.js:
+	$(BIN)/python scripts/vendor_mermaid.py $@
+
+docs-build: install docs/javascripts/mermaid.min.js ## build the docs site into site/ with --strict: a broken link or anchor, or a page left out of the navigation, fails
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 unit: install ## unit tests (no JVM, no service)

@@ -23,6 +23,7 @@ PAGES = {  # page -> its title, as the reader sees it
     "operations/monitoring/index.html": "Monitoring",
 }
 BROWSER = ("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars")
+SETTLE = "--virtual-time-budget=8000"  # the page's scripts (Mermaid's diagrams) run first
 
 
 def _run(*args: str) -> str:
@@ -48,7 +49,7 @@ def _colours(png: Path) -> int:
 
 def check(page: str, title: str) -> list[str]:
     url = (SITE / page).as_uri()
-    dom = _run("--dump-dom", url)
+    dom = _run(SETTLE, "--dump-dom", url)
     problems = []
     if f">{title}" not in dom or "<h1" not in dom:
         problems.append(f"{page}: no title {title!r}")
@@ -57,7 +58,7 @@ def check(page: str, title: str) -> list[str]:
     if 'class="md-nav' not in dom:
         problems.append(f"{page}: no navigation")
     shot = SHOTS / (page.replace("/index.html", "").replace("/", "-").replace(".html", "") + ".png")
-    _run("--window-size=1280,900", f"--screenshot={shot}", url)
+    _run(SETTLE, "--window-size=1280,900", f"--screenshot={shot}", url)
     if not shot.is_file() or _colours(shot) < 8:
         problems.append(f"{page}: the screenshot {shot} is blank")
     return problems
