@@ -259,3 +259,35 @@ class _JavaCallable:
 
     class Java:
         implements: ClassVar[list[str]] = ["java.util.concurrent.Callable"]
+
+
+# -- the consistent point ------------------------------------------------------------------
+POINT_PROPERTY = "cdcmirror.consistent-point"
+
+
+def publish_point(spark: SparkSession, target: str, tag: str, snapshot_id: int, point: str) -> None:
+    """Tag ``snapshot_id`` of ``target`` as ``tag`` (created or moved) and name the point it
+    is at in the table property ``POINT_PROPERTY``, both in one metadata commit: a reader
+    who sees the property sees the tag with it (``mirror/consistent_point.py``). A tagged
+    snapshot is kept by every expiry (Iceberg keeps what a reference names)."""
+    table = iceberg_table(spark, target)
+    txn = table.newTransaction()
+    refs = txn.manageSnapshots()
+    if table.refs().containsKey(tag):
+        refs.replaceTag(tag, snapshot_id)
+    else:
+        refs.createTag(tag, snapshot_id)
+    refs.commit()
+    txn.updateProperties().set(POINT_PROPERTY, point).commit()
+    txn.commitTransaction()
+
+
+def published_point(spark: SparkSession, target: str, tag: str) -> tuple[int, str] | None:
+    """The snapshot ``tag`` names on ``target`` and the point its property names, read from
+    one version of the table's metadata; None when either is missing."""
+    table = iceberg_table(spark, target)
+    ref = table.refs().get(tag)
+    text = table.properties().get(POINT_PROPERTY)
+    if ref is None or text is None:
+        return None
+    return int(ref.snapshotId()), str(text)

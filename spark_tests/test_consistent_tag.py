@@ -1,0 +1,57 @@
+"""The consistent point as a reader finds it on a real Iceberg table (``spark/iceberg.py``,
+``publish_point``): the tag and the property move in one metadata commit, the tagged
+snapshot reads as it was while the head moves on, and the job's snapshot cap keeps it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdcmirror.mirror.consistent_point import Point
+from cdcmirror.spark.iceberg import iceberg_table, publish_point, published_point
+from cdcmirror.spark.maintenance.expiry import cap_table, snapshot_count
+from cdcmirror.spark.rows import first_value
+from support.spark import SparkWorld
+
+TAG = "cdc_consistent"
+
+
+def _snapshot_ids(spark: Any, target: str) -> list[int]:
+    rows = spark.sql(f"SELECT snapshot_id FROM {target}.snapshots ORDER BY committed_at").collect()
+    return [int(r.snapshot_id) for r in rows]
+
+
+def _metadata_versions(spark: Any, target: str) -> int:
+    return int(first_value(spark.sql(f"SELECT count(*) FROM {target}.metadata_log_entries")))
+
+
+def test_the_tag_and_its_point_move_together_and_outlive_the_cap(spark_world: SparkWorld) -> None:
+    spark = spark_world.spark
+    target = "consistent_it.ledger"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS consistent_it")
+    spark.sql(f"DROP TABLE IF EXISTS {target}")
+    spark.sql(f"CREATE TABLE {target} (id bigint, amount bigint) USING iceberg")
+    assert published_point(spark, target, TAG) is None
+    spark.sql(f"INSERT INTO {target} VALUES (1, 100)")
+    first = Point("7", 3, 1_000, (1, 20, 30)).text()
+    snap = _snapshot_ids(spark, target)[-1]
+    before = _metadata_versions(spark, target)
+    publish_point(spark, target, TAG, snap, first)
+    assert _metadata_versions(spark, target) == before + 1  # one commit: tag and property
+    assert published_point(spark, target, TAG) == (snap, first)
+    # the head moves on; the tag reads the table as it was
+    for i in range(2, 6):
+        spark.sql(f"INSERT INTO {target} VALUES ({i}, {i * 100})")
+    tagged = spark.sql(f"SELECT * FROM {target} VERSION AS OF '{TAG}'").collect()
+    assert [(r.id, r.amount) for r in tagged] == [(1, 100)]
+    assert first_value(spark.sql(f"SELECT count(*) FROM {target}")) == 5
+    # the job's cap expires old snapshots, never the tagged one
+    assert cap_table(spark, target, 1) > 0
+    assert snap in _snapshot_ids(spark, target) and snapshot_count(spark, target) == 2
+    # moved forward: the same table, a new point
+    second = Point("9", 5, 2_000, (1, 40, 50)).text()
+    head = _snapshot_ids(spark, target)[-1]
+    publish_point(spark, target, TAG, head, second)
+    assert published_point(spark, target, TAG) == (head, second)
+    refs = dict(iceberg_table(spark, target).refs())
+    assert set(refs) == {"main", TAG}
+    assert first_value(spark.sql(f"SELECT count(*) FROM {target} VERSION AS OF '{TAG}'")) == 5
