@@ -101,6 +101,7 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/small_batch.py 30 100 --mixed
 	$(BIN)/python benchmarks/snapshot_history.py 10,900,3600,7200 5
 	$(BIN)/python benchmarks/delete_files.py 65
+	$(BIN)/python benchmarks/v3_soak.py 60
 	$(BIN)/python benchmarks/maintain_scan.py 200
 	$(BIN)/python benchmarks/tombstones.py
 	$(BIN)/python benchmarks/table_size.py 100000,3000000 10000
