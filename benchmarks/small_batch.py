@@ -18,6 +18,8 @@ the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
 ``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job;
 ``SMALL_BATCH_MAINTAIN_EVERY=N``: the job maintains its tables every N batches.
+``--consistent-tag``: the job keeps the consistent tag (``mirror.consistent_tag``), to
+compare a batch's cost with and without it.
 
     .venv/bin/python benchmarks/small_batch.py [ROUNDS] [B] [--idle=N]   # default 40 of 100
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -72,6 +75,9 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
         extra["spark"] = {"conf": conf}
     if os.environ.get("SMALL_BATCH_MAINTAIN_EVERY"):  # the job maintains every N batches
         extra["maintain"] = {"every_batches": int(os.environ["SMALL_BATCH_MAINTAIN_EVERY"])}
+    if "--consistent-tag" in sys.argv[1:]:
+        extra["mirror"] = {"consistent_tag": "cdc_consistent"}
+        print("with the consistent tag", flush=True)
     config = make_config(
         work,
         schema,
@@ -95,6 +101,8 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
         plain = _plain_merges(config, identifier, rounds, size, mixed)
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
+    if "--consistent-tag" in sys.argv[1:]:
+        _tag_lags((work / "job.log").read_text(errors="replace"))
     # the first batches run while the JVM compiles its hot code: left out when there are many
     warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
     _report(warm, "warm", size, plain, idle, mixed)
@@ -249,6 +257,28 @@ def _batch_lines(log: str) -> list[dict[str, Any]]:
         elif (done := batch_done(line)) is not None:
             seconds[done[0]] = done[1]
     return [{**s, "batch_seconds": seconds[s["batch"]]} for s in stats if s["batch"] in seconds]
+
+
+def _tag_lags(log: str) -> None:
+    """The consistent point's lag when the tag moved (its transaction's age, from the job's
+    "consistent tag … (committed S s ago)" lines) beside the tables' lag at their commits
+    (the batch lines' ``lag_seconds``), p50 and p95 over the run."""
+    tag = [
+        float(m)
+        for m in re.findall(
+            r"consistent tag \S+ at transaction \S+ \(committed ([0-9.]+) s ago", log
+        )
+    ]
+    heads = [float(m) for m in re.findall(r'"lag_seconds": ([0-9.]+)', log)]
+    stays = len(re.findall(r"consistent tag \S+ stays", log))
+    for label, values in (("the tag's point", tag), ("the table's head", heads)):
+        if values:
+            q = statistics.quantiles(values, n=20) if len(values) > 1 else values * 19
+            print(
+                f"{label}: lag p50 {statistics.median(values):.2f} s, p95 {q[18]:.2f} s "
+                f"over {len(values)} batches"
+            )
+    print(f"batches that left the tag where it was: {stays}")
 
 
 def _report(

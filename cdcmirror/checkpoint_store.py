@@ -6,6 +6,7 @@ files the job keeps one of its own there: the row schemas it applied
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -19,6 +20,7 @@ from cdcmirror.config.s3a import (
     s3a_settings,
 )
 from cdcmirror.exceptions import CdcMirrorError, ServiceUnavailableError
+from cdcmirror.mirror.consistent_point import Ledger
 from cdcmirror.mirror.known_schemas import KnownSchemas
 
 logger = logging.getLogger("cdcmirror.mirror")
@@ -76,12 +78,22 @@ class CheckpointFiles:
                 with self.fs.open_output_stream(path) as stream:
                     stream.write(text.encode("utf-8"))
                 return
-            self.fs.create_dir(self.root, recursive=True)
+            self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
             with self.fs.open_output_stream(path + ".tmp") as stream:
                 stream.write(text.encode("utf-8"))
             self.fs.move(path + ".tmp", path)
 
         self._call(f"write {relative}", write)
+
+    def delete(self, relative: str) -> None:
+        """Delete the file ``relative``, if it is there."""
+        path = f"{self.root}/{relative}"
+
+        def delete() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.delete_file(path)
+
+        self._call(f"delete {relative}", delete)
 
     def exists(self) -> bool:
         from pyarrow import fs
@@ -137,3 +149,31 @@ def remembered_schemas(files: CheckpointFiles) -> KnownSchemas:
 
     known.saved = save
     return known
+
+
+class ConsistentLedgers:
+    """The consistent point's ledger of each batch (``spark/consistent.LedgerStore``), kept
+    in the checkpoint as ``cdcmirror-consistent/<batch id>.json``, the newest few only. Lost
+    with the checkpoint: the job then starts a ledger from the point the tables name."""
+
+    DIRECTORY = "cdcmirror-consistent"
+    KEPT = 5
+
+    def __init__(self, files: CheckpointFiles) -> None:
+        self.files = files
+
+    def _ids(self) -> list[int]:
+        names = self.files.names(self.DIRECTORY)
+        stems = [n.removesuffix(".json") for n in names if n.endswith(".json")]
+        return sorted(int(stem) for stem in stems if stem.isdigit())
+
+    def before(self, batch_id: int) -> Ledger | None:
+        earlier = [i for i in self._ids() if i < batch_id]
+        if not earlier:
+            return None
+        return Ledger.parse(self.files.read(f"{self.DIRECTORY}/{earlier[-1]}.json"))
+
+    def save(self, batch_id: int, ledger: Ledger) -> None:
+        self.files.write(f"{self.DIRECTORY}/{batch_id}.json", ledger.text())
+        for old in self._ids()[: -self.KEPT]:
+            self.files.delete(f"{self.DIRECTORY}/{old}.json")

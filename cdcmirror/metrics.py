@@ -93,6 +93,24 @@ class MirrorMetrics:
             "1 while the table's events are dead-lettered instead of applied (see the log)",
         )
 
+        self.point_lag = Gauge(
+            "cdcmirror_consistent_point_lag_seconds",
+            "After each batch: seconds since the source commit of the consistent point's "
+            "transaction (mirror.consistent_tag)",
+            registry=r,
+        )
+        self.point_commit = Gauge(
+            "cdcmirror_consistent_point_commit_timestamp_seconds",
+            "The source commit time of the consistent point's transaction",
+            registry=r,
+        )
+
+    def point_at(self, commit_ms: int) -> None:
+        """After a batch: the consistent point is at a transaction committed at ``commit_ms``
+        (epoch milliseconds)."""
+        self.point_commit.set(commit_ms / 1000.0)
+        self.point_lag.set(max(0.0, time.time() - commit_ms / 1000.0))
+
     def batch_done(self, stats: Iterable[TableStats], seconds: float) -> None:
         """Count one applied batch and what it did to each table."""
         now = time.time()

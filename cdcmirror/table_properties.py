@@ -32,3 +32,6 @@ MERGE_ON_READ = {
 # creates cdcmirror's tables, writes none, so Spark wrote them gzip-compressed, which writes
 # far slower (benchmarks/RESULTS.md).
 WRITE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
+# the consistent point a table's consistent tag is at (``mirror/consistent_point.Point.text``),
+# set in the same metadata commit that moves the tag
+POINT_PROPERTY = "cdcmirror.consistent-point"

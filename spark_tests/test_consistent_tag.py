@@ -4,9 +4,11 @@ snapshot reads as it was while the head moves on, and the job's snapshot cap kee
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cdcmirror.mirror.consistent_point import Point
+from cdcmirror.mirror.transaction_metadata import UNMARKED, change_ddl, changes_sql
 from cdcmirror.spark.iceberg import iceberg_table, publish_point, published_point
 from cdcmirror.spark.maintenance.expiry import cap_table, snapshot_count
 from cdcmirror.spark.rows import first_value
@@ -55,3 +57,48 @@ def test_the_tag_and_its_point_move_together_and_outlive_the_cap(spark_world: Sp
     refs = dict(iceberg_table(spark, target).refs())
     assert set(refs) == {"main", TAG}
     assert first_value(spark.sql(f"SELECT count(*) FROM {target} VERSION AS OF '{TAG}'")) == 5
+
+
+def _change(op: str, lsn: int, tx: str | None, order: int, snapshot: str = "false") -> str:
+    block = {"id": tx, "total_order": order, "data_collection_order": order} if tx else None
+    return json.dumps(
+        {
+            "op": op,
+            "source": {"lsn": lsn, "sequence": json.dumps(["100", str(lsn)]), "snapshot": snapshot},
+            "transaction": block,
+        }
+    )
+
+
+def test_the_batch_transaction_runs_as_the_proof_reads_them(spark_world: SparkWorld) -> None:
+    """``transaction_metadata.changes_sql`` on PostgreSQL changes: runs of consecutive orders
+    per transaction (its xid, the change's LSN cut off) with the newest position; a replayed
+    change counted once; a snapshot read nowhere; a streamed change without a transaction
+    under ``UNMARKED``."""
+    from pyspark.sql import functions as F
+
+    spark = spark_world.spark
+    records = [
+        ("m.s.t", 0, 0, _change("u", 120, "5:120", 1)),
+        ("m.s.t", 0, 1, _change("u", 121, "5:121", 2)),
+        ("m.s.t", 0, 2, _change("u", 121, "5:121", 2)),  # replayed
+        ("m.s.t", 0, 3, _change("c", 130, "5:130", 4)),
+        ("m.s.t", 0, 4, _change("r", 90, None, 0, snapshot="true")),
+        ("m.s.u", 0, 0, _change("d", 125, "5:125", 1)),
+        ("m.s.u", 0, 1, _change("c", 140, None, 0)),
+    ]
+    frame = spark.createDataFrame(records, "topic string, partition int, offset long, value string")
+    frame = frame.withColumn(
+        "e", F.from_json(F.expr("CAST(value AS STRING)"), change_ddl("postgresql", False))
+    )
+    frame.createOrReplaceTempView("_tx_changes")
+    rows = spark.sql(changes_sql("_tx_changes", "postgresql", False)).collect()
+    runs = sorted((r.topic, r.tx, r.lo, r.hi, tuple(r.newest)) for r in rows)
+    assert runs == sorted(
+        [
+            ("m.s.t", "5", 1, 2, (1, 100, 121)),
+            ("m.s.t", "5", 4, 4, (1, 100, 130)),
+            ("m.s.u", "5", 1, 1, (1, 100, 125)),
+            ("m.s.u", UNMARKED, 0, 0, (1, 100, 140)),
+        ]
+    )

@@ -196,6 +196,10 @@ def plan_connector(
         for side in ("key", "value"):
             rendered.pop(f"{side}.converter.schemas.enable", None)
     rendered.update(uuid_converter_settings(catalog))
+    if config.mirror.consistent_tag:
+        # BEGIN and END of every transaction, and each change's place in it: what the
+        # consistent point is proven from (mirror/consistent_point.py)
+        rendered["provide.transaction.metadata"] = "true"
     if catalog.signal_table:
         # incremental snapshots (`cdcmirror repair`) are requested through this table
         rendered["signal.data.collection"] = catalog.signal_table

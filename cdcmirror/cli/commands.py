@@ -1,5 +1,5 @@
-"""The mirror's commands: bootstrap, mirror, reconcile, replay-dead-letters, teardown,
-maintain, config show (repair: ``repair.py``). Each loads the config and calls its
+"""The mirror's commands: bootstrap, mirror, reconcile, point, replay-dead-letters,
+teardown, maintain, config show (repair: ``repair.py``). Each loads the config and calls its
 ``commands/`` module."""
 
 from __future__ import annotations
@@ -193,6 +193,32 @@ def reconcile_cmd(
     for c in streams if output != "json" else []:
         click.echo("\n".join(c.lines()))
     sys.exit(max([exit_code(checks) if checks else 0, *(stream_exit(c) for c in streams)]))
+
+
+@cli.command("point")
+@click.option("--table", "tables", multiple=True, help="Only this table (repeatable).")
+@click.option(
+    "--output",
+    "output_opt",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="What to print: lines (default) or JSON.",
+)
+@click.pass_context
+@handle_errors
+def point_cmd(ctx: click.Context, tables: tuple[str, ...], output_opt: str | None) -> None:
+    """The consistent point (mirror.consistent_tag): the source transaction every mirrored
+    table is tagged at, each table's snapshot at it, and its lag. Read the tables at those
+    snapshot ids to see one moment of the source database."""
+    from cdcmirror.commands.point import point, point_text
+    from cdcmirror.config import load_config
+
+    config = load_config(ctx.obj["config_path"])
+    found = point(config, list(tables) or None)
+    if (output_opt or ctx.obj["output"]) == "json":
+        click.echo(json.dumps(found, indent=2))
+    else:
+        click.echo(point_text(found))
 
 
 @cli.command("replay-dead-letters")

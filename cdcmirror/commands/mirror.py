@@ -78,11 +78,13 @@ def build_applier(
     streams: JobStreams | None = None,
     planned: Callable[[int], Any] | None = None,
     known: Any = None,
+    files: CheckpointFiles | None = None,
 ) -> Any:
     """The applier of ``tables`` (and ``streams``) as the mirror job configures it;
     ``metrics`` counts its batches; ``planned`` gives a batch's offset ranges
     (``mirror/checkpoint.batch_ranges``); ``known``: the row schemas earlier runs applied
-    (:func:`remembered_schemas`)."""
+    (:func:`remembered_schemas`); ``files``: the checkpoint, where the consistent point's
+    ledger is kept (``mirror.consistent_tag``)."""
     from cdcmirror.bootstrap.connector import connector_name
     from cdcmirror.clients.registry import SchemaRegistry
     from cdcmirror.commands.maintain import settings_of
@@ -119,6 +121,8 @@ def build_applier(
         batch_ranges=planned,
         known_schemas=known,
         read_ranges=ranges_reader(config),
+        consistency=consistent_tag(config, tables, files),
+        on_point=metrics.point_at if metrics else None,
     )
     hooks = CatalogHooks(
         access.reload,
@@ -128,6 +132,37 @@ def build_applier(
     )
     mine = {s.identifier: s for s in streams.tables} if streams else {}
     return Applier(spark, {t.topic: t for t in tables}, options, hooks, mine)
+
+
+def consistent_tag(config: Config, tables: list[MirrorTable], files: CheckpointFiles | None) -> Any:
+    """The source's consistent tag (``spark/consistent.py``), when ``mirror.consistent_tag``
+    names one and the job keeps a checkpoint."""
+    tag = config.mirror.consistent_tag
+    if not tag or files is None or not tables:
+        return None
+    from cdcmirror.checkpoint_store import ConsistentLedgers
+    from cdcmirror.mirror.transaction_metadata import transaction_topic
+    from cdcmirror.spark.consistent import ConsistentTag
+
+    return ConsistentTag(
+        tag,
+        config.source.dialect,
+        config.kafka.with_schemas,
+        transaction_topic(config.source.name),
+        spark_options(config),
+        ConsistentLedgers(files),
+        tables,
+    )
+
+
+def refuse_consistent_tag_with_avro(config: Config) -> None:
+    """The consistent point reads JSON events only (Avro: not yet)."""
+    if config.mirror.consistent_tag and config.kafka.avro:
+        raise ConfigError(
+            f"mirror.consistent_tag = {config.mirror.consistent_tag!r} needs JSON events: "
+            "the consistent point does not read Avro transaction metadata yet; use "
+            "kafka.format = json or json-schemaless, or set mirror.consistent_tag = ''"
+        )
 
 
 def ranges_reader(config: Config) -> Callable[[Any, Any], Any]:
@@ -152,6 +187,7 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     tables = cdc_tables(config, catalog, only, required=not streams.tables)
     refuse_half_loaded(tables)
     refuse_uuids_without_converter(config, tables)
+    refuse_consistent_tag_with_avro(config)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here
@@ -168,7 +204,9 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
         starting = resume_offsets(config, catalog, tables, files, streams)
         planned = planned_by(files, starting)
         known = remembered_schemas(files)
-        applier = build_applier(config, catalog, tables, spark, metrics, streams, planned, known)
+        applier = build_applier(
+            config, catalog, tables, spark, metrics, streams, planned, known, files
+        )
         problem = applier.options.source_health()
         if problem:
             logger.error("%s; the mirror applies what Kafka holds and goes on", problem)

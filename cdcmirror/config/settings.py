@@ -13,6 +13,7 @@ secret (URLs, the catalog's and Spark's settings, passwords)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -260,6 +261,11 @@ class Mirror(Section):
     )
     metrics_port: int = setting(0, "The port of the job's Prometheus metrics; 0: none.")
     metrics_host: str = setting("127.0.0.1", "The address the metrics endpoint listens on.")
+    consistent_tag: str = setting(
+        "",
+        "The Iceberg tag that marks, on every mirrored table, one source transaction boundary "
+        "(the consistent point); empty: off. JSON events only for now.",
+    )
 
     @property
     def soft_deletes(self) -> bool:
@@ -270,6 +276,16 @@ class Mirror(Section):
     def fail_on_dead_letter(self) -> bool:
         """An event that cannot be applied stops the job instead of waiting as a dead letter."""
         return self.dead_letter == "fail"
+
+    @field_validator("consistent_tag")
+    @classmethod
+    def _tag(cls, tag: str) -> str:
+        if tag and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", tag):
+            raise ValueError(
+                f"mirror.consistent_tag = {tag!r} is not a tag name cdcmirror uses; use "
+                "letters, digits, '_', '.' or '-' (e.g. cdc_consistent), or '' for none"
+            )
+        return tag
 
     @field_validator("metrics_port")
     @classmethod

@@ -119,6 +119,16 @@ class Dialect(ABC):
         """The phase and the source order: the leading part of a position from the source."""
         return 1 + len(self.source_order_sql("p"))
 
+    # -- transactions (``mirror/transaction_metadata.py``) --------------------------------
+    def transaction_id(self, raw: str) -> str:
+        """A transaction's id as both its changes and its END record name it, from the id
+        Debezium writes (MySQL and MariaDB: the GTID or binlog place, the same text)."""
+        return raw
+
+    def transaction_id_sql(self, column: str) -> str:
+        """:meth:`transaction_id` in Spark SQL."""
+        return column
+
     # -- the canonical row (``reconcile/canonical.py``) ---------------------------------
     @abstractmethod
     def canonical_family(self, source_type: SourceType, iceberg: str) -> str | None:

@@ -121,6 +121,13 @@ class PostgreSQL(Dialect):
         last_commit = f"coalesce(CAST({first_of_sequence_sql(sequence)} AS BIGINT), {lsn})"
         return [last_commit, lsn]
 
+    def transaction_id(self, raw: str) -> str:
+        # "<xid>:<LSN>": the change's own LSN in a change event, the commit's in the END
+        return raw.split(":", 1)[0]
+
+    def transaction_id_sql(self, column: str) -> str:
+        return f"substring_index({column}, ':', 1)"
+
     def loaded_source_order(self, start: tuple[int, ...]) -> list[int]:
         (lsn,) = start  # the slot's LSN
         return [lsn, lsn]

@@ -151,6 +151,59 @@ class Ledger:
     pending: tuple[TxEnd, ...] = ()  # ENDs read after the point, in commit order
     applied: Mapping[Key, Applied] = field(default_factory=dict)  # after the point only
     proven: tuple[str, ...] = ()  # the newest proven transactions, newest last
+    next_offset: int = 0  # the transaction topic's next record to read
+    # why the point can no longer move (a change of the window was not applied: a dead
+    # letter, a stopped table); it stays until the ledger is started again
+    held: str | None = None
+
+    def text(self) -> str:
+        """The ledger as JSON (kept beside the streaming checkpoint, one file a batch)."""
+        return json.dumps(
+            {
+                "point": json.loads(self.point.text()) if self.point else None,
+                "began": sorted(self.began),
+                "pending": [
+                    [e.tx, e.offset, e.commit_ms, [list(c) for c in e.counts]] for e in self.pending
+                ],
+                "applied": [
+                    [tx, table, [list(r) for r in a.orders], list(a.newest)]
+                    for (tx, table), a in sorted(self.applied.items())
+                ],
+                "proven": list(self.proven),
+                "next_offset": self.next_offset,
+                "held": self.held,
+            }
+        )
+
+    @staticmethod
+    def parse(text: str) -> Ledger:
+        """``text()`` read back.
+
+        >>> end = TxEnd("9", 4, 100, (("s.t", 2),))
+        >>> ledger = Ledger(Point("8", 3, 90, (1, 5)), frozenset({"9"}), (end,),
+        ...     {("9", "s.t"): Applied(((1, 1),), (1, 7))}, ("8",), 5, None)
+        >>> Ledger.parse(ledger.text()) == ledger
+        True
+        """
+        data = json.loads(text)
+        point = data["point"]
+        return Ledger(
+            Point.parse(json.dumps(point)) if point else None,
+            frozenset(str(x) for x in data["began"]),
+            tuple(
+                TxEnd(str(tx), int(o), int(ms), tuple((str(c), int(n)) for c, n in counts))
+                for tx, o, ms, counts in data["pending"]
+            ),
+            {
+                (str(tx), str(table)): Applied(
+                    tuple((int(lo), int(hi)) for lo, hi in orders), tuple(int(x) for x in newest)
+                )
+                for tx, table, orders, newest in data["applied"]
+            },
+            tuple(str(x) for x in data["proven"]),
+            int(data["next_offset"]),
+            data["held"],
+        )
 
 
 @dataclass(frozen=True)
@@ -162,6 +215,7 @@ class Batch:
     ends: tuple[TxEnd, ...] = ()
     applied: Mapping[Key, Applied] = field(default_factory=dict)
     unmarked: frozenset[str] = frozenset()  # tables with streamed changes without a transaction
+    next_offset: int | None = None  # the transaction topic's next record after those read
 
 
 @dataclass(frozen=True)
@@ -196,10 +250,12 @@ def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
     (True, 'b', (1, 9), None)
     """
     point = ledger.point
+    if ledger.held:
+        return Step(held_back(ledger, batch), False, frozenset(), ledger.held)
     unmarked = sorted(batch.unmarked & mirrored)
     if unmarked:
         why = f"changes of {', '.join(unmarked)} carry no transaction metadata"
-        return Step(_absorbed(ledger, batch), False, frozenset(), why)
+        return Step(held_back(ledger, batch), False, frozenset(), why)
     proven_ids = set(ledger.proven)
     began = set(ledger.began) | {tx for tx in batch.begins if tx not in proven_ids}
     applied = dict(ledger.applied)
@@ -231,13 +287,16 @@ def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
             waiting = f"transaction {end.tx}: {count} of {n} change(s) of {c} applied"
             break
         done.append(end)
+    read_to = ledger.next_offset if batch.next_offset is None else batch.next_offset
+    unmoved = replace(
+        ledger,
+        began=frozenset(began),
+        pending=tuple(pending),
+        applied=applied,
+        next_offset=read_to,
+    )  # the ledger when the point does not move: everything read is kept
     if not done:
-        return Step(
-            replace(ledger, began=frozenset(began), pending=tuple(pending), applied=applied),
-            False,
-            frozenset(),
-            waiting,
-        )
+        return Step(unmoved, False, frozenset(), waiting)
     ids = {end.tx for end in done}
     newest = max(
         [seen.newest for (tx, _), seen in applied.items() if tx in ids]
@@ -255,22 +314,18 @@ def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
     if earlier:
         (tx, table), _ = min(earlier.items(), key=lambda kv: kv[1].newest)
         why = f"{table} holds changes of transaction {tx}, applied before the point reached it"
-        return Step(
-            replace(ledger, began=frozenset(began), pending=tuple(pending), applied=applied),
-            False,
-            frozenset(),
-            why,
-        )
+        return Step(unmoved, False, frozenset(), why)
     split = frozenset(table for (tx, table) in batch.applied if (tx, table) in after)
     kept = (*ledger.proven, *(end.tx for end in done))[-PROVEN_KEPT:]
     rest = tuple(pending[len(done) :])
-    new = Ledger(new_point, frozenset(began - ids), rest, after, kept)
+    new = Ledger(new_point, frozenset(began - ids), rest, after, kept, read_to)
     return Step(new, True, split, waiting)
 
 
-def _absorbed(ledger: Ledger, batch: Batch) -> Ledger:
+def held_back(ledger: Ledger, batch: Batch) -> Ledger:
     """The ledger once a batch it cannot prove anything from is applied: the point stays,
-    and what the batch applied past it is remembered (it holds the tables past the point)."""
+    and what the batch applied past it is remembered (it holds the tables past the point).
+    The batch's transaction records are not taken: the next batch reads them again."""
     applied = dict(ledger.applied)
     for key, seen in batch.applied.items():
         if not _older(seen.newest, ledger.point):

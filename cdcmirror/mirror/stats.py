@@ -63,6 +63,21 @@ class TableStats:
             spent = time.monotonic() - started
             self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + spent
 
+    def add(self, part: TableStats) -> None:
+        """Count in the work of ``part``, a first commit of the same table's batch (the
+        consistent point's split, ``spark/cdc/table.py``); the lags stay this one's.
+
+        >>> s, first = TableStats("t", inserts=2), TableStats("t", inserts=1, deletes=3)
+        >>> s.add(first)
+        >>> s.inserts, s.deletes
+        (3, 3)
+        """
+        for name in ("inserts", "updates", "deletes", "duplicates", "stale", "dead_lettered"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        self.truncates += part.truncates
+        for phase, seconds in part.phase_seconds.items():
+            self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + seconds
+
     @property
     def entombed(self) -> bool:
         """Whether the batch appended tombstones (its ``tombstones`` phase ran)."""

@@ -30,9 +30,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from cdcmirror.config.catalog import CATALOG_NAME
-from cdcmirror.mirror.high_water import REWRITE, Mark, max_position_sql, recorded, scanned
+from cdcmirror.mirror.high_water import (
+    HIGH_WATER,
+    REWRITE,
+    Mark,
+    max_position_sql,
+    recorded,
+    scanned,
+)
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 from cdcmirror.spark.rows import first_value
+from cdcmirror.table_properties import POINT_PROPERTY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -141,6 +149,24 @@ def snapshot_history(table: Java) -> Iterator[tuple[str, Mapping[str, str]]]:
         yield str(snapshot.operation()), snapshot.summary()
         parent = snapshot.parentId()
         snapshot = None if parent is None else table.snapshot(parent)
+
+
+def snapshot_and_mark(spark: SparkSession, target: str) -> tuple[int | None, Mark]:
+    """``target``'s current snapshot and the high-water mark it records, read from one
+    version of its metadata (None, []: the table has no snapshot, it holds nothing)."""
+    table = iceberg_table(spark, target)
+    snapshot = table.currentSnapshot()
+    if snapshot is None:
+        return None, []
+    return int(snapshot.snapshotId()), recorded(snapshot_history(table))
+
+
+def empty_snapshot(spark: SparkSession, target: str) -> None:
+    """Give a table that has none a first snapshot, of no rows (a tag needs a snapshot to
+    name); its summary records that it holds nothing (``high_water``)."""
+    table = iceberg_table(spark, target)
+    if table.currentSnapshot() is None:
+        table.newAppend().set(HIGH_WATER, "[]").commit()
 
 
 def recorded_mark(spark: SparkSession, target: str) -> Mark:
@@ -262,7 +288,6 @@ class _JavaCallable:
 
 
 # -- the consistent point ------------------------------------------------------------------
-POINT_PROPERTY = "cdcmirror.consistent-point"
 
 
 def publish_point(spark: SparkSession, target: str, tag: str, snapshot_id: int, point: str) -> None:
@@ -270,16 +295,20 @@ def publish_point(spark: SparkSession, target: str, tag: str, snapshot_id: int, 
     is at in the table property ``POINT_PROPERTY``, both in one metadata commit: a reader
     who sees the property sees the tag with it (``mirror/consistent_point.py``). A tagged
     snapshot is kept by every expiry (Iceberg keeps what a reference names)."""
-    table = iceberg_table(spark, target)
-    txn = table.newTransaction()
-    refs = txn.manageSnapshots()
-    if table.refs().containsKey(tag):
-        refs.replaceTag(tag, snapshot_id)
-    else:
-        refs.createTag(tag, snapshot_id)
-    refs.commit()
-    txn.updateProperties().set(POINT_PROPERTY, point).commit()
-    txn.commitTransaction()
+
+    def commit() -> None:
+        table = iceberg_table(spark, target)
+        txn = table.newTransaction()
+        refs = txn.manageSnapshots()
+        if table.refs().containsKey(tag):
+            refs.replaceTag(tag, snapshot_id)
+        else:
+            refs.createTag(tag, snapshot_id)
+        refs.commit()
+        txn.updateProperties().set(POINT_PROPERTY, point).commit()
+        txn.commitTransaction()
+
+    retry_on_conflict(commit, f"{target}: the consistent tag")
 
 
 def published_point(spark: SparkSession, target: str, tag: str) -> tuple[int, str] | None:

@@ -24,15 +24,17 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.checkpoint import Ranges
+from cdcmirror.mirror.consistent_point import Position
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.known_schemas import KnownSchemas
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.stats import TableStats
+from cdcmirror.mirror.transaction_metadata import Published
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.batches import ATTEMPTS, BatchGate, retried
 from cdcmirror.spark.cdc.decode import AvroReads, register_functions
@@ -48,6 +50,7 @@ from cdcmirror.spark.cdc.plan import (
 )
 from cdcmirror.spark.cdc.records import Formats, first_look, guess, once
 from cdcmirror.spark.cdc.table import TableOutcome, TableSettings, apply_table
+from cdcmirror.spark.consistent import ConsistentTag, Proof
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, write_dead_letters
 from cdcmirror.spark.maintenance.job import JobMaintenance, between_batches
 from cdcmirror.spark.streams.apply import Evolve, StreamBatch, StreamTable
@@ -86,6 +89,10 @@ class ApplierOptions:
     known_schemas: KnownSchemas | None = None
     # records of offset ranges (spark/kafka.read_ranges): each of a batch's tables and streams
     read_ranges: Callable[[SparkSession, Ranges], DataFrame] | None = None
+    # the source's consistent tag (spark/consistent.py); None: off
+    consistency: ConsistentTag | None = None
+    # told after each batch of the consistent point's source commit time, epoch ms (metrics)
+    on_point: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,14 @@ class CatalogHooks:
     evolve_stream: Evolve | None = None
     # a stream's table as its snapshots record it (what it holds)
     reload_stream: Callable[[StreamTable], StreamTable] | None = None
+
+
+class _Done(NamedTuple):
+    """One table's or stream's share of a batch, done."""
+
+    stats: TableStats
+    dead: DataFrame | None
+    at_point: Published | None = None  # the table's snapshot at the consistent point
 
 
 @dataclass(frozen=True)
@@ -178,10 +193,12 @@ class Applier:
         # became a Spark job of its own, for no gain (benchmarks/RESULTS.md), and the batch
         # sizes its shuffles itself (``_size_shuffles``). Off on every line alike.
         self.batch_spark.conf.set(ADAPTIVE, "false")
+        consistency = self.options.consistency
+        proof = consistency.prove(self.batch_spark, df, batch_id) if consistency else None
         plan = planned(self.tables, self.streams, self.options.batch_ranges, batch_id, self._known)
         work = self._own_reads(plan, df) if plan is not None else None
         if work is not None:  # each table and stream reads its own records
-            self._apply_all(work, batch_id, started, -1.0)
+            self._apply_all(work, batch_id, started, -1.0, proof)
             return
         # read once, for the summary, every table's decode and the streams: JSON checked for
         # UTF-8; Avro decoded (the streams read the records, kept too)
@@ -194,7 +211,7 @@ class Applier:
             records = raw if raw is not None else batch
             tables = [(t, b, batch) for t, b in look.tables]
             work = _Work(tables, [(w, records) for w in look.streams], single_pass=False)
-            self._apply_all(work, batch_id, started, read_seconds)
+            self._apply_all(work, batch_id, started, read_seconds, proof)
         finally:
             batch.unpersist()
             if raw is not None:
@@ -219,16 +236,47 @@ class Applier:
             single_pass=True,
         )
 
-    def _apply_all(self, work: _Work, batch_id: int, started: float, read_seconds: float) -> None:
+    def _apply_all(
+        self,
+        work: _Work,
+        batch_id: int,
+        started: float,
+        read_seconds: float,
+        proof: Proof | None,
+    ) -> None:
         """Apply the tables and the streams concurrently, then :meth:`_finish`
-        (``read_seconds`` < 0: no first look, each read its records once)."""
+        (``read_seconds`` < 0: no first look, each read its records once); ``proof``: the
+        consistent point the batch's tables split at."""
         self._size_shuffles(work)
         with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
-            tables = [pool.submit(self._table, t, b, r, batch_id) for t, b, r in work.tables]
+            tables = [
+                pool.submit(self._table, t, b, r, batch_id, proof.split_at(t) if proof else None)
+                for t, b, r in work.tables
+            ]
             single = work.single_pass
             streams = [pool.submit(self._stream, w, r, batch_id, single) for w, r in work.streams]
             results = [f.result() for f in tables] + [f.result() for f in streams]
+        if proof is not None:
+            self._publish(batch_id, proof, results)
         self._finish(batch_id, results, started, read_seconds)
+
+    def _publish(self, batch_id: int, proof: Proof, results: list[_Done]) -> None:
+        """The consistent tag after the batch's commits (``spark/consistent.py``)."""
+        consistency = self.options.consistency
+        assert consistency is not None
+        cdc = {t.identifier for t in self.tables.values()}
+        done = [r for r in results if r.stats.table in cdc]
+        at_point = {r.stats.table: r.at_point for r in done if r.at_point is not None}
+        problems = [
+            f"{r.stats.table}: {r.stats.stopped or f'{r.stats.dead_lettered} dead letter(s)'}"
+            for r in done
+            if r.stats.stopped or r.stats.dead_lettered
+        ]
+        line = consistency.publish(self.batch_spark, batch_id, proof, at_point, problems)
+        log = logger.warning if problems else logger.info
+        log("mirror batch %d: %s", batch_id, line)
+        if consistency.point is not None and self.options.on_point is not None:
+            self.options.on_point(consistency.point.commit_ms)
 
     def _size_shuffles(self, work: _Work) -> None:
         """Each batch's shuffles (the newest event per key, the classification's and the
@@ -243,30 +291,40 @@ class Applier:
 
     # -- one table ---------------------------------------------------------------------
     def _table(
-        self, table: MirrorTable, batch: TopicBatch, records: DataFrame | None, batch_id: int
-    ) -> tuple[TableStats, DataFrame | None]:
+        self,
+        table: MirrorTable,
+        batch: TopicBatch,
+        records: DataFrame | None,
+        batch_id: int,
+        split_at: Position | None,
+    ) -> _Done:
         """One table's batch in a Spark job group of its own (the job group is per thread):
         the batch line counts the table's Spark jobs (``spark_jobs``)."""
         sc = self.batch_spark.sparkContext
         group = f"cdcmirror-{batch_id}-{table.identifier}"
         sc.setJobGroup(group, f"cdcmirror batch {batch_id}: {table.identifier}")
         try:
-            outcome = self._read_and_apply(table, batch, records, batch_id)
+            outcome = self._read_and_apply(table, batch, records, batch_id, split_at)
             outcome.stats.spark_jobs = len(sc.statusTracker().getJobIdsForGroup(group))
             with self._lock:
                 self.tables[outcome.table.topic] = outcome.table
-            return outcome.stats, outcome.dead
+            return _Done(outcome.stats, outcome.dead, outcome.at_point)
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
             sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 
     def _read_and_apply(
-        self, table: MirrorTable, batch: TopicBatch, records: DataFrame | None, batch_id: int
+        self,
+        table: MirrorTable,
+        batch: TopicBatch,
+        records: DataFrame | None,
+        batch_id: int,
+        split_at: Position | None,
     ) -> TableOutcome:
         """The table's records read as ``batch.mode`` says, then applied; read once, again
         with a first look of its own when an event of another schema turned up."""
         if records is not None and batch.mode is ReadMode.CACHED:
-            return self._apply(table, batch, records, batch_id)
+            return self._apply(table, batch, records, batch_id, split_at)
         raw = records if records is not None else self._own_records(batch)
         if batch.mode is ReadMode.GUESSED and not batch.schemas:
             guessed = guess(raw, batch.topic, self._formats)
@@ -276,7 +334,7 @@ class Applier:
         if batch.mode.once and batch.schemas:
             read = once(raw, batch, self._formats)
             if read is not None:
-                outcome = self._apply(table, batch, read, batch_id)
+                outcome = self._apply(table, batch, read, batch_id, split_at)
                 if not outcome.new_schemas:
                     return outcome
                 logger.info(
@@ -288,7 +346,7 @@ class Applier:
         fresh = self._own_records(batch) if records is None else raw
         looked, found = first_look(fresh, batch, self._formats)
         try:
-            return self._apply(table, found, looked, batch_id)
+            return self._apply(table, found, looked, batch_id, split_at)
         finally:
             looked.unpersist()
 
@@ -300,16 +358,22 @@ class Applier:
         return read(self.batch_spark, batch.ranges)
 
     def _apply(
-        self, table: MirrorTable, batch: TopicBatch, records: DataFrame, batch_id: int
+        self,
+        table: MirrorTable,
+        batch: TopicBatch,
+        records: DataFrame,
+        batch_id: int,
+        split_at: Position | None,
     ) -> TableOutcome:
+        query = self.query_id or ""
         return apply_table(
-            self.batch_spark, records, table, batch, batch_id, self.query_id or "", self._settings
+            self.batch_spark, records, table, batch, batch_id, query, self._settings, split_at
         )
 
     # -- one stream ----------------------------------------------------------------------
     def _stream(
         self, work: StreamWork, records: DataFrame, batch_id: int, single_pass: bool
-    ) -> tuple[TableStats, DataFrame | None]:
+    ) -> _Done:
         evolve = self.hooks.evolve_stream
         assert evolve is not None, "a job with streams evolves them"
         registry = self.options.stream_registry
@@ -320,19 +384,19 @@ class Applier:
         stats, done, dead = stream.apply_topics(records, query, batch_id, work.topics, single_pass)
         with self._lock:
             self.streams[table.identifier] = done
-        return stats, dead
+        return _Done(stats, dead)
 
     # -- the batch's end -----------------------------------------------------------------
     def _finish(
         self,
         batch_id: int,
-        results: list[tuple[TableStats, DataFrame | None]],
+        results: list[_Done],
         started: float,
         read: float,
     ) -> None:
         """After the tables: the dead letters, the batch's log lines, maintenance."""
-        dead = [d for _, d in results if d is not None]
-        stats = [s for s, _ in results]
+        dead = [r.dead for r in results if r.dead is not None]
+        stats = [r.stats for r in results]
         applied = time.monotonic()
         if dead:
             query = self.query_id or ""

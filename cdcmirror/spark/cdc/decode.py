@@ -182,6 +182,14 @@ def kept_with_aggregate(decoded: DataFrame, table: MirrorTable) -> tuple[DataFra
     return kept, BatchAggregate.of(values)
 
 
+def aggregate_of(kept: DataFrame, table: MirrorTable) -> BatchAggregate:
+    """The aggregate of a part of the kept events (one small job over the kept blocks)."""
+    exprs = aggregate_exprs(table)
+    values = f"to_json(struct({', '.join(exprs)}), map('ignoreNullFields', 'false')) AS v"
+    row = kept.selectExpr(values).collect()[0]
+    return BatchAggregate.of(json.loads(str(row["v"])))
+
+
 def let_go(kept: DataFrame) -> None:
     """Free the blocks of a frame from :func:`keep` (else they stay until the JVM collects
     the frame's objects); the frame must not be read after."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from cdcmirror.exceptions import CdcMirrorError, MirrorError
 from cdcmirror.mirror.batch_aggregate import BatchAggregate
+from cdcmirror.mirror.consistent_point import Position
 from cdcmirror.mirror.direct_merge import goes_direct
 from cdcmirror.mirror.high_water import Mark, raised, summary
 from cdcmirror.mirror.key_range import Bounds, bounds_of
@@ -34,14 +35,21 @@ from cdcmirror.mirror.reload_mark import IN_RELOAD
 from cdcmirror.mirror.resume import batch_summary
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.stats import TableStats
+from cdcmirror.mirror.transaction_metadata import Published
 from cdcmirror.spark.cdc.classified import apply_classified
 from cdcmirror.spark.cdc.context import TableContext
-from cdcmirror.spark.cdc.decode import AvroReads, decode_events, kept_with_aggregate, let_go
+from cdcmirror.spark.cdc.decode import (
+    AvroReads,
+    aggregate_of,
+    decode_events,
+    kept_with_aggregate,
+    let_go,
+)
 from cdcmirror.spark.cdc.direct import apply_direct, batch_mark
 from cdcmirror.spark.cdc.evolve import BatchEvolution, reject_schemas
 from cdcmirror.spark.cdc.plan import ReadMode, TopicBatch
 from cdcmirror.spark.dead_letters import decoded_dead, raw_dead
-from cdcmirror.spark.iceberg import Read, current_snapshot, merge_on_read
+from cdcmirror.spark.iceberg import Read, current_snapshot, merge_on_read, snapshot_and_mark
 from cdcmirror.spark.tombstones import TombstoneTables, entombed
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
@@ -75,6 +83,9 @@ class TableOutcome:
     # read once, the events of a row schema not expected (0: none); when some: nothing of
     # the table was written, it takes a first look
     new_schemas: int = 0
+    # applied in two commits at the consistent point: the snapshot that holds it at the
+    # point (``spark/consistent.py``)
+    at_point: Published | None = None
 
 
 def apply_table(
@@ -85,9 +96,11 @@ def apply_table(
     batch_id: int,
     query_id: str,
     settings: TableSettings,
+    split_at: Position | None = None,
 ) -> TableOutcome:
     """Apply ``table``'s events of ``records`` (the batch's, or its own, as ``batch.mode``
-    reads them)."""
+    reads them); ``split_at``: the consistent point's position, when the batch goes past it
+    (the changes up to it are committed first, :func:`_apply_split`)."""
     stats = TableStats(table.identifier, events=batch.events)
     stats.offsets.update(batch.offsets)
     stats.starts.update(batch.starts)
@@ -96,7 +109,7 @@ def apply_table(
     where = ", ".join(f"{p}:{o}" for p, o in sorted(batch.offsets.items()))
     started = time.monotonic()
     try:
-        return _apply(spark, records, table, batch, batch_id, query_id, settings, stats)
+        return _apply(spark, records, table, batch, batch_id, query_id, settings, stats, split_at)
     except CdcMirrorError:
         raise
     except Exception as exc:
@@ -117,6 +130,7 @@ def _apply(
     query_id: str,
     settings: TableSettings,
     stats: TableStats,
+    split_at: Position | None,
 ) -> TableOutcome:
     seen = sorted(batch.schemas)
     verdict = settings.evolution.apply(table, seen)
@@ -146,7 +160,7 @@ def _apply(
         settings.tombstones,
         events,
     )
-    outcome = _apply_decoded(tb, decoded, batch.mode.once)
+    outcome = _apply_decoded(tb, decoded, batch.mode.once, split_at)
     if rejected is not None:
         stats.dead_lettered += rejected[1]
         dead = rejected[0] if outcome.dead is None else outcome.dead.unionByName(rejected[0])
@@ -154,16 +168,48 @@ def _apply(
     return outcome
 
 
-def _apply_decoded(tb: TableContext, decoded: DataFrame, read_once: bool) -> TableOutcome:
+def _apply_decoded(
+    tb: TableContext, decoded: DataFrame, read_once: bool, split_at: Position | None
+) -> TableOutcome:
     """Apply the decoded events (kept, with their aggregate, by the job that computes it)."""
     if tb.table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
         decoded = decoded.where(f"_cdc_position IS NULL OR _cdc_position[0] <> {IN_RELOAD}")
     with tb.stats.phase("decode"):
         kept, agg = kept_with_aggregate(decoded, tb.table)
     try:
-        return _apply_kept(tb, kept, agg, read_once)
+        if split_at is None or (read_once and agg.new_schemas):
+            return _apply_kept(tb, kept, agg, read_once)
+        return _apply_split(tb, kept, agg, split_at)
     finally:
         let_go(kept)
+
+
+def _apply_split(
+    tb: TableContext, kept: DataFrame, agg: BatchAggregate, split_at: Position
+) -> TableOutcome:
+    """The batch in two commits: the changes at or before the consistent point's position
+    (commit order is position order, so exactly those of the transactions up to the point),
+    then the rest. The snapshot between them holds the table at the point; the second keeps
+    the head as fresh as one commit would. Each half is applied as a batch of its own (its
+    aggregate, its high-water mark); an event whose position is not known (a dead letter)
+    goes with the first."""
+    n = source_length(tb.table.dialect)
+    later = f"coalesce({newer('_cdc_position', position_literal(split_at), n)}, false)"
+    halves = [kept.where(f"NOT {later}"), kept.where(later)]
+    with tb.stats.phase("decode"):
+        aggs = [aggregate_of(h, tb.table) for h in halves]
+    tb.stats.events = agg.events
+    first = TableStats(tb.table.identifier)
+    table, dead = tb.table, []
+    if aggs[0].events:
+        done = _apply_kept(replace(tb, stats=first), halves[0], aggs[0], read_once=False)
+        table, dead = done.table, [done.dead]
+    at_point = Published(*snapshot_and_mark(tb.spark, tb.target))
+    second = _apply_kept(replace(tb, table=table), halves[1], aggs[1], read_once=False)
+    tb.stats.add(first)
+    found = [d for d in (*dead, second.dead) if d is not None]
+    merged = found[0].unionByName(found[1]) if len(found) == 2 else (found[0] if found else None)
+    return replace(second, stats=tb.stats, dead=merged, at_point=at_point)
 
 
 def _apply_kept(

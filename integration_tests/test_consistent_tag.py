@@ -1,0 +1,288 @@
+"""The consistent tag (issue 70): every mirrored table of a source tagged at one source
+transaction boundary, on real PostgreSQL and MariaDB, Kafka, Debezium, Spark and Iceberg.
+
+Transfers move money between the rows of two tables and write a ledger row in a third, each
+in one source transaction, so that ``sum(a) + sum(b)`` and ``sum(ledger) - sum(b)`` stay
+constant. The continuous job runs with small batches (``max_events_per_batch``), so batches
+cut transactions across the three topics. While it runs the test reads the tagged state
+(every table at the same point, ``catalog/consistent.py``) and the heads, again and again:
+the tagged state keeps the invariant every time, the heads break it at least once (else the
+test could not fail), and the point moves. In the middle the job is stopped and started
+again. At the end the tagged state equals the source row by row."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdcmirror.catalog import load_catalog
+from cdcmirror.catalog.consistent import consistent_snapshots
+from cdcmirror.config import load_config
+from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.stack.control import Stack
+from support import services
+from support.bootstrap_env import run_cli
+from support.mirror_env import continuous_mirror
+from support.mirror_fixture import bootstrap, make_config
+from support.spark import SparkWorld
+
+ROWS = 20  # rows of each account table
+START = 1_000  # each account's first balance
+TAG = "cdc_consistent"
+INFO = {"CDCMIRROR_LOG_LEVEL": "INFO"}  # the batch lines, the tag's among them
+TABLES = ("a", "b", "ledger")
+
+
+class Source:
+    """The test's source database, PostgreSQL or MariaDB, in one schema (database)."""
+
+    def __init__(self, dialect: str, schema: str) -> None:
+        self.dialect, self.schema = dialect, schema
+
+    def connect(self) -> Any:
+        if self.dialect == "postgresql":
+            return services.pg_connect()
+        return services.maria_connect(self.schema)
+
+    def transaction(self, conn: Any, statements: list[tuple[str, tuple[int, ...]]]) -> None:
+        if self.dialect == "postgresql":
+            with conn.transaction():
+                for sql, args in statements:
+                    conn.execute(sql, args)
+            return
+        conn.begin()
+        with conn.cursor() as cur:
+            for sql, args in statements:
+                cur.execute(sql, args)
+        conn.commit()
+
+    def rows(self, conn: Any, sql: str) -> dict[int, int]:
+        if self.dialect == "postgresql":
+            return dict(conn.execute(sql).fetchall())
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return {int(k): int(v) for k, v in cur.fetchall()}
+
+
+class Transfers:
+    """Source transactions that keep the invariant, on a thread of their own."""
+
+    def __init__(self, source: Source, seed: int) -> None:
+        self.source = source
+        self.rnd = random.Random(seed)
+        self.next_ledger = 1
+        self.done = 0
+
+    def one(self, conn: Any) -> None:
+        s, r = self.source.schema, self.rnd
+        amount = r.randint(1, 50)
+        debit = f"UPDATE {s}.a SET balance = balance - %s WHERE id = %s"
+        if r.random() < 0.2:  # within table a only: b and the ledger untouched
+            x, y = r.sample(range(1, ROWS + 1), 2)
+            credit = f"UPDATE {s}.a SET balance = balance + %s WHERE id = %s"
+            self.source.transaction(conn, [(debit, (amount, x)), (credit, (amount, y))])
+        else:
+            x, y = r.randint(1, ROWS), r.randint(1, ROWS)
+            self.source.transaction(
+                conn,
+                [
+                    (debit, (amount, x)),
+                    (f"UPDATE {s}.b SET balance = balance + %s WHERE id = %s", (amount, y)),
+                    (
+                        f"INSERT INTO {s}.ledger (id, amount) VALUES (%s, %s)",
+                        (self.next_ledger, amount),
+                    ),
+                ],
+            )
+            self.next_ledger += 1
+        self.done += 1
+
+    def run(self, count: int, pause: float) -> None:
+        conn = self.source.connect()
+        try:
+            for _ in range(count):
+                self.one(conn)
+                time.sleep(pause)
+        finally:
+            conn.close()
+
+
+def _invariant(state: dict[str, dict[int, int]]) -> str | None:
+    """What is wrong with a state of the three tables (None: it holds)."""
+    a, b, ledger = (sum(state[t].values()) for t in TABLES)
+    if a + b != 2 * ROWS * START:
+        return f"sum(a) + sum(b) = {a + b}, not {2 * ROWS * START}"
+    if ledger != b - ROWS * START:
+        return f"sum(ledger) = {ledger}, sum(b) - start = {b - ROWS * START}"
+    return None
+
+
+def _rows(table: Any, snapshot_id: int | None) -> dict[int, int]:
+    arrow = table.scan(snapshot_id=snapshot_id).to_arrow()
+    value = "amount" if "amount" in arrow.column_names else "balance"
+    return dict(zip(arrow["id"].to_pylist(), arrow[value].to_pylist(), strict=True))
+
+
+class Reader:
+    """Reads the tagged state and the heads of the mirror tables, through pyiceberg."""
+
+    def __init__(self, config: Path, namespace: str) -> None:
+        self.catalog = load_catalog(load_config(config, environ={}))
+        self.ids = [f"{namespace}.{t}" for t in TABLES]
+        self.points: set[str] = set()
+        self.tagged_reads = 0
+        self.heads_broken = 0
+
+    def tagged(self) -> dict[str, dict[int, int]] | None:
+        try:
+            read = consistent_snapshots(self.catalog, self.ids, TAG, attempts=3, wait=0.2)
+        except CdcMirrorError:
+            return None
+        self.points.add(read.point.tx)
+        return {
+            t: _rows(self.catalog.load_table(i), read.snapshots[i])
+            for t, i in zip(TABLES, self.ids, strict=True)
+        }
+
+    def check(self) -> None:
+        state = self.tagged()
+        if state is not None:
+            self.tagged_reads += 1
+            wrong = _invariant(state)
+            assert wrong is None, f"the tagged state breaks the invariant: {wrong}"
+        heads = {
+            t: _rows(self.catalog.load_table(i), None)
+            for t, i in zip(TABLES, self.ids, strict=True)
+        }
+        if _invariant(heads) is not None:
+            self.heads_broken += 1
+
+
+def _source(source: Source) -> dict[str, dict[int, int]]:
+    conn = source.connect()
+    try:
+        return {
+            t: source.rows(
+                conn,
+                f"SELECT id, {'amount' if t == 'ledger' else 'balance'} FROM {source.schema}.{t}",
+            )
+            for t in TABLES
+        }
+    finally:
+        conn.close()
+
+
+def _tables(source: Source) -> None:
+    conn = source.connect()
+    s = source.schema
+    try:
+        statements = [
+            (f"CREATE TABLE {s}.a (id bigint PRIMARY KEY, balance bigint)", ()),
+            (f"CREATE TABLE {s}.b (id bigint PRIMARY KEY, balance bigint)", ()),
+            (f"CREATE TABLE {s}.ledger (id bigint PRIMARY KEY, amount bigint)", ()),
+            (f"INSERT INTO {s}.ledger VALUES (0, 0)", ()),  # every table has a row
+        ]
+        for t in ("a", "b"):
+            values = ", ".join(f"({i}, {START})" for i in range(1, ROWS + 1))
+            statements.append((f"INSERT INTO {s}.{t} VALUES {values}", ()))
+        for sql, _ in statements:
+            if source.dialect == "postgresql":
+                conn.execute(sql)
+            else:
+                with conn.cursor() as cur:
+                    cur.execute(sql)
+    finally:
+        conn.close()
+
+
+SETTINGS = {"consistent_tag": TAG, "max_events_per_batch": 40}
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def transfers(
+    request: pytest.FixtureRequest, stack: Stack, spark_world: SparkWorld
+) -> Iterator[tuple[Source, Path]]:
+    base = spark_world.config.base_dir
+    if request.param == "postgresql":
+        request.getfixturevalue("postgres")
+        schema = services.unique("cons_pg")
+        with services.pg_connect() as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        source = Source("postgresql", schema)
+        _tables(source)
+        with services.pg_connect() as conn:
+            services.publish_schema(conn, schema)
+        config = make_config(
+            base, schema, "postgresql", f"{schema}.*", services.TEST_DATABASE, mirror=SETTINGS
+        )
+        bootstrap(config)
+        try:
+            yield source, config
+        finally:
+            services.drop_published_schema(schema, f"cdcmirror-{schema}")
+        return
+    request.getfixturevalue("mariadb")
+    schema = services.unique("cons_maria")
+    admin = services.maria_connect()
+    with admin.cursor() as cur:
+        services.maria_database(cur, schema)
+    source = Source("mysql", schema)
+    _tables(source)
+    config = make_config(base, schema, "mysql", f"{schema}.*", schema, mirror=SETTINGS)
+    bootstrap(config)
+    try:
+        yield source, config
+    finally:
+        services.connect_client().delete(f"cdcmirror-{schema}")
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {schema}")
+        admin.close()
+
+
+def _run_and_read(reader: Reader, work: Transfers, count: int) -> None:
+    worker = threading.Thread(target=work.run, args=(count, 0.02))
+    worker.start()
+    while worker.is_alive():
+        reader.check()
+        time.sleep(0.3)
+    worker.join()
+
+
+def test_tagged_state_keeps_a_cross_table_invariant_the_heads_break(
+    transfers: tuple[Source, Path],
+) -> None:
+    source, config = transfers
+    reader = Reader(config, f"{source.schema}_mirror")
+    work = Transfers(source, 7070)
+    with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
+        job.wait_for("consistent tag", timeout=240)
+        _run_and_read(reader, work, 150)
+    # stopped mid-run, started again: the ledger of the last batch carries on
+    with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
+        _run_and_read(reader, work, 150)
+        expected = _source(source)
+        deadline = time.monotonic() + 240
+        while True:
+            job.assert_alive()
+            reader.check()
+            state = reader.tagged()
+            if state == expected:
+                break
+            assert time.monotonic() < deadline, "the tagged state never reached the source's"
+            time.sleep(1)
+    assert work.done == 300
+    assert reader.tagged_reads >= 10, reader.tagged_reads
+    assert len(reader.points) >= 3, reader.points
+    assert reader.heads_broken >= 1, "the heads never broke the invariant: the test cannot fail"
+    shown = run_cli(config, "point", "--output", "json")
+    assert shown.exit_code == 0, shown.output
+    found = json.loads(shown.output)
+    read = consistent_snapshots(reader.catalog, reader.ids, TAG)
+    assert found["snapshots"] == read.snapshots and found["transaction"] == read.point.tx
