@@ -61,6 +61,8 @@ def consistent_snapshots(
     for attempt in range(attempts):
         named = [_named(catalog, identifier, tag) for identifier in identifiers]
         texts = [text if snapshot is not None else None for text, snapshot in named]
+        if all(text is None for text in texts):
+            break  # no table has a point: the mirror has not proven one
         if same_point(texts):
             text = texts[0]
             assert text is not None

@@ -101,15 +101,22 @@ def current_snapshot(catalog: Any, identifier: str) -> tuple[int, int] | None:
     return int(snapshot.snapshot_id), int(snapshot.timestamp_ms)
 
 
-def snapshot_summaries(catalog: Any, identifier: str) -> list[dict[str, str]]:
-    """The summary properties of the table's current snapshot and its ancestors, newest
-    first (snapshots expired by `maintain` are gone)."""
+def snapshot_summaries(
+    catalog: Any, identifier: str, tag: str | None = None
+) -> list[dict[str, str]]:
+    """The summary properties of the table's current snapshot (or the one ``tag`` names,
+    when the table has it) and its ancestors, newest first (snapshots expired by `maintain`
+    are gone)."""
     from pyiceberg.table.snapshots import ancestors_of
 
     table = catalog.load_table(identifier)
+    start = table.current_snapshot()
+    ref = table.metadata.refs.get(tag) if tag else None
+    if ref is not None:
+        start = table.metadata.snapshot_by_id(ref.snapshot_id) or start
     return [
         dict(s.summary.additional_properties) if s.summary is not None else {}
-        for s in ancestors_of(table.current_snapshot(), table.metadata)
+        for s in ancestors_of(start, table.metadata)
     ]
 
 

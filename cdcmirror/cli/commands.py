@@ -155,6 +155,7 @@ def reconcile_cmd(
     """Compare each mirrored table with its source: row counts, position reached, lag,
     last snapshot. Exit 0 all in sync, 1 drift or lagging, 2 error."""
 
+    from cdcmirror.commands.point import point_text
     from cdcmirror.commands.reconcile import ReconcileOptions, reconcile
     from cdcmirror.config import load_config
     from cdcmirror.reconcile.compare import exit_code
@@ -182,14 +183,19 @@ def reconcile_cmd(
     if report_path:
         Path(report_path).write_text(result_markdown(checks, now, source))
         _say(f"report written to {report_path}")
+    point = consistent_point_of(config, options.tables)
     if output == "json":
         out = result_json(checks, now)
         out["streams"] = [c.as_json() for c in streams]
+        if point is not None:
+            out["consistent_point"] = point
         click.echo(json.dumps(out, indent=2))
     elif output == "markdown":
         click.echo(result_markdown(checks, now, source))
     else:
         click.echo(result_text(checks, now) if checks else "no CDC table checked")
+        if point is not None:
+            click.echo(point.get("error") or point_text(point))
     for c in streams if output != "json" else []:
         click.echo("\n".join(c.lines()))
     sys.exit(max([exit_code(checks) if checks else 0, *(stream_exit(c) for c in streams)]))
@@ -219,6 +225,20 @@ def point_cmd(ctx: click.Context, tables: tuple[str, ...], output_opt: str | Non
         click.echo(json.dumps(found, indent=2))
     else:
         click.echo(point_text(found))
+
+
+def consistent_point_of(config: Any, tables: list[str] | None) -> dict[str, Any] | None:
+    """The consistent point for reconcile's report, with its age (None: no tag is kept);
+    ``{"error": ...}`` when the tables name no point."""
+    if not config.mirror.consistent_tag:
+        return None
+    from cdcmirror.commands.point import point
+    from cdcmirror.exceptions import CdcMirrorError
+
+    try:
+        return point(config, tables)
+    except CdcMirrorError as exc:
+        return {"error": f"consistent point: {exc}"}
 
 
 @cli.command("replay-dead-letters")

@@ -121,7 +121,7 @@ def build_applier(
         batch_ranges=planned,
         known_schemas=known,
         read_ranges=ranges_reader(config),
-        consistency=consistent_tag(config, tables, files),
+        consistency=consistent_tag(config, tables, files, registry if cdc_avro else None),
         on_point=metrics.point_at if metrics else None,
     )
     hooks = CatalogHooks(
@@ -134,9 +134,11 @@ def build_applier(
     return Applier(spark, {t.topic: t for t in tables}, options, hooks, mine)
 
 
-def consistent_tag(config: Config, tables: list[MirrorTable], files: CheckpointFiles | None) -> Any:
+def consistent_tag(
+    config: Config, tables: list[MirrorTable], files: CheckpointFiles | None, registry: Any
+) -> Any:
     """The source's consistent tag (``spark/consistent.py``), when ``mirror.consistent_tag``
-    names one and the job keeps a checkpoint."""
+    names one and the job keeps a checkpoint; ``registry``: the Avro events' schemas."""
     tag = config.mirror.consistent_tag
     if not tag or files is None or not tables:
         return None
@@ -152,17 +154,8 @@ def consistent_tag(config: Config, tables: list[MirrorTable], files: CheckpointF
         spark_options(config),
         ConsistentLedgers(files),
         tables,
+        registry,
     )
-
-
-def refuse_consistent_tag_with_avro(config: Config) -> None:
-    """The consistent point reads JSON events only (Avro: not yet)."""
-    if config.mirror.consistent_tag and config.kafka.avro:
-        raise ConfigError(
-            f"mirror.consistent_tag = {config.mirror.consistent_tag!r} needs JSON events: "
-            "the consistent point does not read Avro transaction metadata yet; use "
-            "kafka.format = json or json-schemaless, or set mirror.consistent_tag = ''"
-        )
 
 
 def ranges_reader(config: Config) -> Callable[[Any, Any], Any]:
@@ -187,7 +180,6 @@ def mirror(config: Config, available_now: bool = False, only: list[str] | None =
     tables = cdc_tables(config, catalog, only, required=not streams.tables)
     refuse_half_loaded(tables)
     refuse_uuids_without_converter(config, tables)
-    refuse_consistent_tag_with_avro(config)
     identifiers = [t.identifier for t in tables] + streams.identifiers
     logger.info("mirroring %d table(s): %s", len(identifiers), ", ".join(identifiers))
     files = checkpoint_files(config)  # a checkpoint URL Spark cannot write stops here
@@ -313,8 +305,9 @@ def resume_offsets(
 ) -> str:
     """Spark's starting offsets: for a checkpoint without a batch (a new mirror, or its
     checkpoint was lost), the Kafka offsets the tables' snapshots record
-    (``mirror/resume.py``; a stream's: ``stream_starts``), else the earliest; a checkpoint
-    with batches resumes itself."""
+    (``mirror/resume.py``; a stream's: ``stream_starts``; with the consistent tag, the
+    offsets of the tagged snapshots), else the earliest; a checkpoint with batches resumes
+    itself."""
     from cdcmirror.catalog.mirrored import snapshot_summaries
     from cdcmirror.mirror.checkpoint import holds_batches
     from cdcmirror.mirror.resume import recorded_starts, starting_offsets
@@ -323,8 +316,11 @@ def resume_offsets(
     if holds_batches(checkpoint):
         return "earliest"
     recorded: dict[str, dict[int, int]] = {}
+    # with the consistent tag, from the batch of each table's snapshot at the point: the
+    # changes after the point come again, so the ledger started from it can count them
+    tag = config.mirror.consistent_tag or None
     for t in tables:
-        starts = recorded_starts(snapshot_summaries(catalog, t.identifier)).get(t.topic)
+        starts = recorded_starts(snapshot_summaries(catalog, t.identifier, tag)).get(t.topic)
         if starts:
             recorded[t.topic] = starts
     topics = sorted(t.topic for t in tables)

@@ -264,7 +264,7 @@ class Mirror(Section):
     consistent_tag: str = setting(
         "",
         "The Iceberg tag that marks, on every mirrored table, one source transaction boundary "
-        "(the consistent point); empty: off. JSON events only for now.",
+        "(the consistent point); empty: off.",
     )
 
     @property

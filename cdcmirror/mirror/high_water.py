@@ -4,7 +4,8 @@ tombstones hold, so that a batch whose every change is newer needs no classifica
 
 Each commit the mirror makes for a keyed table's batch after reading the mark (the MERGE,
 the tombstones; not the TRUNCATE before it, nor the put-back of rows a foreign commit
-stored, ``spark/cdc/table.py``) records ``HIGH_WATER`` in its snapshot summary: the larger
+stored, ``spark/cdc/table.py``), and a keyless table's append, records ``HIGH_WATER`` in
+its snapshot summary: the larger
 of the mark the batch started from and the source part of its newest change, when that mark
 was known.
 The mark of a table is read from its newest snapshot: the first snapshot, newest first,

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.consistent_point import (
     Batch,
     Ledger,
@@ -37,6 +38,7 @@ from cdcmirror.mirror.transaction_metadata import (
     changes_sql,
     past_point,
 )
+from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.iceberg import empty_snapshot, publish_point, snapshot_and_mark
 from cdcmirror.spark.kafka import read_topic_from
 from cdcmirror.sql_text import spark_name
@@ -84,15 +86,18 @@ class ConsistentTag:
     kafka_options: Mapping[str, str]
     store: LedgerStore
     tables: Sequence[MirrorTable]  # every keyed and keyless table of the job
+    registry: WriterSchemas | None = None  # Avro events: their writer schemas
     point: Point | None = field(default=None)  # the newest published, for the metrics
     waiting: str | None = field(default=None)  # why the point did not move, for the log
+    _frames: AvroFrames = field(default_factory=AvroFrames)
 
     def prove(self, spark: SparkSession, records: DataFrame, batch_id: int) -> Proof:
         """Advance the point over the batch's ``records`` (every table's, as the stream
         hands them over) and the transaction records written since the ledger's."""
         from pyspark.sql import functions as F
 
-        before = self.store.before(batch_id) or self._first_ledger(spark)
+        kept = self.store.before(batch_id)
+        before = kept if kept is not None else self._first_ledger(spark, batch_id)
         if self.point is None:
             self.point = before.point
         markers, next_offset = read_topic_from(
@@ -100,12 +105,12 @@ class ConsistentTag:
         )
         topics = [t.topic for t in self.tables]
         view = f"_cdcm_tx_{abs(batch_id)}"
-        parsed = records.where(F.col("topic").isin(topics)).where("value IS NOT NULL")
-        ddl = change_ddl(self.dialect, self.schemas)
-        parsed = parsed.withColumn("e", F.from_json(F.expr("CAST(value AS STRING)"), ddl))
+        mine = records.where(F.col("topic").isin(topics)).where("value IS NOT NULL")
+        texts, schemas = self._texts(mine)
+        parsed = texts.withColumn("e", F.from_json("_text", change_ddl(self.dialect, schemas)))
         parsed.createOrReplaceTempView(view)
         try:
-            rows = spark.sql(changes_sql(view, self.dialect, self.schemas)).collect()
+            rows = spark.sql(changes_sql(view, self.dialect, schemas)).collect()
         finally:
             spark.catalog.dropTempView(view)
         runs = [
@@ -116,29 +121,72 @@ class ConsistentTag:
         batch = batch_of(
             runs,
             collections,
-            [(o, v) for o, v in markers if v is not None],
+            self._marker_texts(spark, markers),
             self.dialect,
-            self.schemas,
+            self.schemas and self.registry is None,
             next_offset,
         )
         step = advance(before, batch, frozenset(collections.values()))
         return Proof(before, batch, step)
 
-    def _first_ledger(self, spark: SparkSession) -> Ledger:
+    def _texts(self, records: DataFrame) -> tuple[DataFrame, bool]:
+        """Kafka records with ``_text``, each value as JSON text, and whether that text
+        carries the converter's schema (JSON with schemas); Avro values are read by Spark
+        (``avro_frames.py``) into the text the schemaless JSON converter writes."""
+        from pyspark.sql import functions as F
+
+        if self.registry is None:
+            return records.withColumn("_text", F.expr("CAST(value AS STRING)")), self.schemas
+        decoded = self._frames.decode_batch(records, self.registry)
+        return decoded.withColumn("_text", F.col("_cdc_json")), False
+
+    def _marker_texts(
+        self, spark: SparkSession, markers: Sequence[tuple[int, bytes | None]]
+    ) -> list[tuple[int, str]]:
+        """The transaction topic's records as (offset, JSON text)."""
+        present = [(o, v) for o, v in markers if v is not None]
+        if self.registry is None or not present:
+            return [(o, v.decode("utf-8", "replace")) for o, v in present]
+        topic = self.transaction_topic
+        frame = spark.createDataFrame(
+            [(topic, 0, o, v) for o, v in present],
+            "topic string, partition int, offset long, value binary",
+        )
+        texts, _ = self._texts(frame)
+        rows = texts.select("offset", "_text").collect()
+        return [(int(r["offset"]), str(r["_text"])) for r in rows if r["_text"] is not None]
+
+    def _first_ledger(self, spark: SparkSession, batch_id: int) -> Ledger:
         """A ledger from the point the tables name (a new mirror, or a lost checkpoint): the
-        transaction topic read from after the point's END."""
+        transaction topic read from after the point's END. Tables naming two points (a job
+        stopped while it moved the tags) start from the newer: the job resumes each table
+        from the batch of its tagged snapshot, so every change after it comes again."""
         from cdcmirror.spark.iceberg import published_point
 
-        texts = []
+        named = []
         for t in self.tables:
             found = published_point(spark, spark_name(t.identifier), self.tag)
-            texts.append(found[1] if found else None)
-        named = {t for t in texts if t is not None}
-        if len(named) == 1 and None not in texts:
-            point = Point.parse(named.pop())
-            logger.info("consistent tag %s: resuming from the point %s", self.tag, point.tx)
-            return Ledger(point, next_offset=point.offset + 1)
-        return Ledger()
+            if found is not None:
+                named.append(Point.parse(found[1]))
+        if not named:
+            logger.info(
+                "consistent tag %s: no ledger before batch %d and no table tagged: a ledger "
+                "from the transaction topic's start",
+                self.tag,
+                batch_id,
+            )
+            return Ledger()
+        point = max(named, key=lambda p: p.offset)
+        logger.info(
+            "consistent tag %s: resuming from the point %s (%d of %d table(s) tagged, at %d "
+            "point(s))",
+            self.tag,
+            point.tx,
+            len(named),
+            len(self.tables),
+            len(set(named)),
+        )
+        return Ledger(point, next_offset=point.offset + 1)
 
     def publish(
         self,

@@ -95,10 +95,10 @@ def read_ranges(
 
 def read_topic_from(
     spark: SparkSession, kafka_options: Mapping[str, str], topic: str, start: int
-) -> tuple[list[tuple[int, str | None]], int]:
+) -> tuple[list[tuple[int, bytes | None]], int]:
     """The records of a one-partition ``topic`` from offset ``start`` to its end now, as
-    (offset, value text), and the offset after them (``start`` when there are none: the
-    topic may not exist yet)."""
+    (offset, value), and the offset after them (``start`` when there are none: the topic
+    may not exist yet)."""
     reader = (
         spark.read.format("kafka")
         .options(**kafka_options)
@@ -108,10 +108,12 @@ def read_topic_from(
         .option("failOnDataLoss", "false")
     )
     try:
-        rows = reader.load().selectExpr("offset", "CAST(value AS STRING) AS v").collect()
+        rows = reader.load().select("offset", "value").collect()
     except Exception as exc:
         if "UnknownTopicOrPartition" in str(exc):  # not written yet: nothing to read
             return [], start
         raise
-    records = sorted((int(r["offset"]), r["v"]) for r in rows)
+    records = sorted(
+        (int(r["offset"]), bytes(r["value"]) if r["value"] is not None else None) for r in rows
+    )
     return records, (records[-1][0] + 1 if records else start)

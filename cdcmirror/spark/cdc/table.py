@@ -49,8 +49,16 @@ from cdcmirror.spark.cdc.direct import apply_direct, batch_mark
 from cdcmirror.spark.cdc.evolve import BatchEvolution, reject_schemas
 from cdcmirror.spark.cdc.plan import ReadMode, TopicBatch
 from cdcmirror.spark.dead_letters import decoded_dead, raw_dead
-from cdcmirror.spark.iceberg import Read, current_snapshot, merge_on_read, snapshot_and_mark
+from cdcmirror.spark.iceberg import (
+    Read,
+    current_snapshot,
+    merge_on_read,
+    recorded_mark,
+    scanned_mark,
+    snapshot_and_mark,
+)
 from cdcmirror.spark.tombstones import TombstoneTables, entombed
+from cdcmirror.sql_text import as_of
 from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 
 if TYPE_CHECKING:
@@ -250,7 +258,16 @@ def _apply_kept(
 
 
 def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate, truncated: bool) -> None:
-    """A keyless table's events, each appended once (``merge_sql.append_merge_sql``)."""
+    """A keyless table's events, each appended once (``merge_sql.append_merge_sql``). The
+    commit records the table's high-water mark, as a keyed table's do: the consistent point
+    tags no snapshot that holds a change after it (``spark/consistent.py``)."""
+    with tb.stats.phase("merge"):
+        mark = recorded_mark(tb.spark, tb.target)
+        if mark is None:  # written before marks were recorded here: read once from the rows
+            read = current_snapshot(tb.spark, tb.target)
+            n = source_length(tb.table.dialect)
+            mark = scanned_mark(tb.spark, as_of(tb.target, read.id), n) if read.id else []
+    tb = tb.with_props(summary(raised(mark, agg.newest_position)))
     applied.createOrReplaceTempView(tb.view + "_events")
     try:
         with tb.stats.phase("merge"):
