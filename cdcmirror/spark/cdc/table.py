@@ -6,7 +6,9 @@ or a keyed table's batch MERGEd without a classification when every change is ne
 everything stored (``direct.py``) or classified against what is stored (``classified.py``).
 
 Every commit carries the batch's properties (``context.TableContext.commit``); the order of
-positions is ``mirror/positions.py``'s, the SQL ``mirror/merge_sql.py``'s.
+positions is ``mirror/positions.py``'s, the SQL ``mirror/merge_sql.py``'s. With the
+consistent tag, a batch that goes past the source's new consistent point is applied in two
+commits, up to the point and after it (``_apply_split``, ``spark/consistent.py``).
 """
 
 from __future__ import annotations
