@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror.exceptions import CdcMirrorError
-from cdcmirror.mirror.consistent_point import Point, same_point
+from cdcmirror.mirror.consistent_point import Point, lag_seconds, same_point
 from cdcmirror.table_properties import POINT_PROPERTY
 
 DEFAULT_TAG = "cdc_consistent"
@@ -35,8 +35,7 @@ class ConsistentRead:
 
     def lag_seconds(self, now: float | None = None) -> float:
         """How long ago the point's transaction committed at the source."""
-        now_ms = int((time.time() if now is None else now) * 1000)
-        return max(0.0, (now_ms - self.point.commit_ms) / 1000.0)
+        return lag_seconds(self.point, int((time.time() if now is None else now) * 1000))
 
 
 def _named(catalog: Any, identifier: str, tag: str) -> tuple[str | None, int | None]:
