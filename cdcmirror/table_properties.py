@@ -19,6 +19,10 @@ LEASE_PROPERTY = "cdcmirror.lease"  # the mirror job that holds the table (mirro
 LOAD_PROPERTY = "cdcmirror.initial-load"  # LOAD_PENDING until the Spark load, then its summary
 LOAD_PENDING = "pending"
 STREAM_PROPERTY = "cdcmirror.stream"  # the [[streams]] entry the table was made for
+# a mirrored table's history table (``mirror.history``, ``mirror/history.py``), and the
+# history table's mirrored table
+HISTORY_PROPERTY = "cdcmirror.history"
+HISTORY_OF_PROPERTY = "cdcmirror.history-of"
 
 # Row-level changes write delete files, not rewritten data files (every table cdcmirror makes)
 MERGE_ON_READ = {

@@ -59,3 +59,18 @@ def create_mirrored(spark: Any, table: MirrorTable) -> None:
         "('format-version'='2', 'write.merge.mode'='merge-on-read', "
         "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read')"
     )
+
+
+def create_history(spark: Any, table: MirrorTable, identifier: str) -> MirrorTable:
+    """``table``'s history table, made the way bootstrap makes one; ``table`` naming it."""
+    from dataclasses import replace
+
+    from cdcmirror.mirror.history import HISTORY_COLUMNS
+
+    columns = [(c.name, c.iceberg) for c in table.columns]
+    columns += [(c.name, c.type) for c in HISTORY_COLUMNS]
+    ddl = ", ".join(f"{q(name)} {spark_type(kind)}" for name, kind in columns)
+    spark.sql(f"DROP TABLE IF EXISTS {identifier}")
+    props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
+    spark.sql(f"CREATE TABLE {identifier} ({ddl}) USING iceberg TBLPROPERTIES ({props})")
+    return replace(table, history=identifier)

@@ -436,15 +436,23 @@ def mirror_rows(
 def assert_same(src: Source, spark: Any, identifier: str, columns: list[str]) -> int:
     """The Iceberg table equals the source, row by row, every listed column. Returns rows."""
     expected = source_rows(src, columns)
-    actual = mirror_rows(spark, identifier, columns, src.dialect)
-    missing = sorted(set(expected) - set(actual))[:5]
-    extra = sorted(set(actual) - set(expected))[:5]
-    assert not missing and not extra, f"{identifier}: missing keys {missing}, extra keys {extra}"
-    for key, row in expected.items():
-        if actual[key] != row:
-            diffs = [(c, e, a) for c, e, a in zip(columns, row, actual[key], strict=True) if e != a]
-            raise AssertionError(f"{identifier} id={key}: (column, source, mirror) {diffs[:3]}")
+    assert_rows_equal(
+        identifier, columns, expected, mirror_rows(spark, identifier, columns, src.dialect)
+    )
     return len(expected)
+
+
+def assert_rows_equal(
+    what: str, columns: list[str], want: dict[Any, tuple[Any, ...]], got: dict[Any, tuple[Any, ...]]
+) -> None:
+    """``got`` (the mirror's, by key) equals ``want`` (the source's), row by row."""
+    missing = sorted(set(want) - set(got))[:5]
+    extra = sorted(set(got) - set(want))[:5]
+    assert not missing and not extra, f"{what}: missing keys {missing}, extra keys {extra}"
+    for key, row in want.items():
+        if got[key] != row:
+            diffs = [(c, e, a) for c, e, a in zip(columns, row, got[key], strict=True) if e != a]
+            raise AssertionError(f"{what} id={key}: (column, source, mirror) {diffs[:3]}")
 
 
 def run_mirror_process(

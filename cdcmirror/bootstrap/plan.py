@@ -19,6 +19,8 @@ from cdcmirror.mirror.carriers import CarrierError, convert_sql, parse_carrier
 from cdcmirror.source_model import SourceCatalog, SourceTable
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
+    HISTORY_OF_PROPERTY,
+    HISTORY_PROPERTY,
     KEY_PROPERTY,
     MERGE_ON_READ,
     MODE_PROPERTY,
@@ -73,6 +75,7 @@ class DesiredTable:
     mode: str  # "upsert" (a key identifies rows) or "append"
     partition: Partition | None
     properties: dict[str, str]
+    sort: tuple[str, ...] = ()  # the columns its rows are written sorted by
 
     @property
     def identifier(self) -> str:
@@ -194,6 +197,53 @@ def desired_table(
         partition=spec,
         properties=properties,
     )
+
+
+def with_history(desired: DesiredTable, suffix: str) -> tuple[DesiredTable, DesiredTable]:
+    """A keyed mirrored table that names its history table, and that history table
+    (``mirror/history.py``): the source columns, then the version's; no identifier fields
+    (a key has a row per version); written sorted by the key, so that the versions of one
+    key are read from few files (a table "as of" a moment reads every file anyway).
+
+    >>> from cdcmirror.source_model import SourceTable
+    >>> src = SourceTable("s", "t", (), ("id",))
+    >>> d = DesiredTable(src, "ns", "t", (IcebergColumn("id", "int", True), *CDC_COLUMNS), (),
+    ...     ("id",), "upsert", None, {})
+    >>> mirrored, history = with_history(d, "__history")
+    >>> mirrored.properties, history.identifier, history.key, history.sort
+    ({'cdcmirror.history': 'ns.t__history'}, 'ns.t__history', (), ('id',))
+    >>> [c.name for c in history.columns][:3], history.columns[0].required
+    (['id', '_cdc_valid_from', '_cdc_valid_to'], False)
+    """
+    from cdcmirror.mirror.history import HISTORY_COLUMNS
+
+    if not desired.key:
+        raise ConfigError(
+            f"{desired.source.qualified} has no key, and mirror.history keeps versions of keyed "
+            "tables only (a keyless table's mirror keeps every event already); leave it out "
+            "of mirror.history"
+        )
+    name = desired.name + suffix
+    cdc = {c.name for c in CDC_COLUMNS}
+    columns = [replace(c, required=False) for c in desired.columns if c.name not in cdc]
+    history = replace(
+        desired,
+        name=name,
+        columns=(*columns, *HISTORY_COLUMNS),
+        key=(),
+        mode="history",
+        partition=None,
+        properties={
+            **MERGE_ON_READ,
+            **WRITE_DEFAULTS,
+            HISTORY_OF_PROPERTY: desired.identifier,
+        },
+        sort=desired.key,
+    )
+    mirrored = replace(
+        desired, properties={**desired.properties, HISTORY_PROPERTY: history.identifier}
+    )
+    return mirrored, history
 
 
 def _map_columns(

@@ -9,7 +9,8 @@ from typing import Any
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import BucketTransform
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortField, SortOrder
+from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.types import NestedField
 
 from cdcmirror.bootstrap.plan import DesiredTable, ExistingTable, TablePlan
@@ -55,6 +56,16 @@ def _partition_spec(desired: DesiredTable, schema: Schema) -> PartitionSpec:
     )
 
 
+def _sort_order(desired: DesiredTable, schema: Schema) -> SortOrder:
+    if not desired.sort:
+        return UNSORTED_SORT_ORDER
+    fields = [
+        SortField(source_id=schema.find_field(c).field_id, transform=IdentityTransform())
+        for c in desired.sort
+    ]
+    return SortOrder(*fields)
+
+
 def ensure_namespace(catalog: Any, namespace: str) -> None:
     try:
         catalog.create_namespace(namespace)
@@ -72,6 +83,7 @@ def apply_plan(catalog: Any, plan: TablePlan, format_version: int) -> None:
             desired.identifier,
             schema=schema,
             partition_spec=_partition_spec(desired, schema),
+            sort_order=_sort_order(desired, schema),
             properties={"format-version": str(format_version), **desired.properties},
         )
         logger.info("created %s", desired.identifier)

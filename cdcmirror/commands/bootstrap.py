@@ -14,7 +14,13 @@ from typing import Any, TypeVar
 from cdcmirror import dialects
 from cdcmirror.bootstrap import connector as conn_mod
 from cdcmirror.bootstrap.desired import desired_tables
-from cdcmirror.bootstrap.plan import DesiredTable, TablePlan, carrier_drift, plan_table
+from cdcmirror.bootstrap.plan import (
+    DesiredTable,
+    TablePlan,
+    carrier_drift,
+    plan_table,
+    with_history,
+)
 from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult
 from cdcmirror.clients.connect import ConnectClient
 from cdcmirror.commands.initial_load import (
@@ -37,6 +43,7 @@ from cdcmirror.exceptions import (
 from cdcmirror.load.plan import PENDING, SPARK, LoadChoice, choose, snapshot_mode
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
+from cdcmirror.source.include import is_included
 from cdcmirror.source_model import SourceCatalog
 from cdcmirror.table_properties import CARRIERS_PROPERTY, LOAD_PROPERTY
 
@@ -91,7 +98,7 @@ def bootstrap(
     run = _Steps(on_step)
     run.step("discovering source tables")
     catalog_src = run.timed("discover", lambda: discover(config.source, require_safe_source=True))
-    desired = desired_tables(config, catalog_src)
+    desired = [_with_history(config, d)[0] for d in desired_tables(config, catalog_src)]
     run.step(f"{len(desired)} tables mapped")
     work: _ConnectorWork | None = None
     if register_connector:
@@ -101,7 +108,9 @@ def bootstrap(
         )
     iceberg = _open_catalog(config, dry_run)
     schemaless = not (config.kafka.with_schemas or config.kafka.avro)
-    plans, pending = run.timed("plan tables", lambda: _plan_tables(iceberg, desired, schemaless))
+    plans, pending = run.timed(
+        "plan tables", lambda: _plan_tables(config, iceberg, desired, schemaless)
+    )
     streams = run.timed("plan streams", lambda: plan_streams(config, iceberg))
     if not dry_run:
         run.timed("apply tables", lambda: _apply_tables(config, iceberg, plans, on_start, on_table))
@@ -187,11 +196,11 @@ def _plan_connector(
 
 
 def _plan_tables(
-    iceberg: Any, desired: list[DesiredTable], schemaless: bool
+    config: Config, iceberg: Any, desired: list[DesiredTable], schemaless: bool
 ) -> tuple[list[TablePlan], list[DesiredTable]]:
-    """What to create or change per table, and the tables an interrupted load left
-    without their rows. ``schemaless``: the events carry no schema, so a column's change of
-    encoding is drift, and its recorded carrier stays."""
+    """What to create or change per table (and per history table, ``mirror.history``), and
+    the tables an interrupted load left without their rows. ``schemaless``: the events carry
+    no schema, so a column's change of encoding is drift, and its recorded carrier stays."""
     from cdcmirror.catalog.tables import read_existing
 
     plans, pending = [], []
@@ -206,9 +215,20 @@ def _plan_tables(
             ):
                 plan.action = "unchanged"
         plans.append(plan)
+        if (history := _with_history(config, d)[1]) is not None:
+            kept = read_existing(iceberg, history.identifier) if iceberg is not None else None
+            plans.append(plan_table(history, kept))
         if existing is not None and existing.properties.get(LOAD_PROPERTY) == PENDING:
             pending.append(d)
     return plans, pending
+
+
+def _with_history(config: Config, d: DesiredTable) -> tuple[DesiredTable, DesiredTable | None]:
+    """A table ``mirror.history`` selects, naming its history table, and that table; any
+    other table as it is, and None."""
+    if not is_included(d.source.qualified, list(config.mirror.history)):
+        return d, None
+    return with_history(d, config.mirror.history_suffix)
 
 
 def _decide_load(

@@ -16,9 +16,10 @@ def settings_of(config: Config) -> MaintainSettings:
 
 
 def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> list[str]:
-    """The mirrored tables and the streams' (or the named ones) and the mirror's own tables,
-    which grow by small commits too: for a full run all of them (hard-delete tombstones, dead
-    letters), for named tables their tombstone tables (whose old tombstones are pruned)."""
+    """The mirrored tables, their history tables and the streams' (or the named ones) and the
+    mirror's own tables, which grow by small commits too: for a full run all of them
+    (hard-delete tombstones, dead letters), for named tables their tombstone tables (whose
+    old tombstones are pruned)."""
     from cdcmirror.catalog.mirrored import list_tables
     from cdcmirror.commands.job_tables import cdc_tables, internal_namespace
     from cdcmirror.commands.streams import job_streams
@@ -26,8 +27,10 @@ def tables_to_maintain(config: Config, catalog: Any, only: list[str] | None) -> 
 
     streams = job_streams(config, catalog, only) if config.streams else None
     required = not (streams and streams.tables)
-    cdc = [t.identifier for t in cdc_tables(config, catalog, only, required)]
-    names = cdc + (streams.identifiers if streams else [])
+    mirrored = cdc_tables(config, catalog, only, required)
+    cdc = [t.identifier for t in mirrored]
+    histories = [t.history for t in mirrored if t.history]  # mirror.history
+    names = cdc + histories + (streams.identifiers if streams else [])
     namespace = internal_namespace(config)
     internal = [t.identifier for t in list_tables(catalog, namespace)]
     if not only:

@@ -56,16 +56,20 @@ class CatalogAccess:
         from cdcmirror.catalog.mirrored import evolve_table
 
         evolved = evo.evolved(table)
+        add = [
+            (c.name, c.iceberg, f"added by cdcmirror mirror from the events ({c.carrier})")
+            for c in evo.add
+        ]
+        widen = [(name, new) for name, _, new in evo.widen]
         evolve_table(
             self.catalog,
             table.identifier,
-            add=[
-                (c.name, c.iceberg, f"added by cdcmirror mirror from the events ({c.carrier})")
-                for c in evo.add
-            ],
-            widen=[(name, new) for name, _, new in evo.widen],
+            add=add,
+            widen=widen,
             properties={CARRIERS_PROPERTY: carriers_json(evolved)},
         )
+        if table.history is not None:  # its versions take the same columns
+            evolve_table(self.catalog, table.history, add=add, widen=widen, properties={})
         return evolved
 
 

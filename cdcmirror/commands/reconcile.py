@@ -111,6 +111,8 @@ class Reconciler:
         for t in tables:
             check = self.checks[t.identifier]
             check.mirror_rows, check.position, check.source_ts = self.mirror.facts(t.identifier)
+            if t.history is not None:
+                check.history = self.mirror.history(t, self.options.deep)
             check.attempts += 1
 
     def counts(self) -> None:

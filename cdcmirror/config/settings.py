@@ -267,6 +267,15 @@ class Mirror(Section):
         "(the consistent point); empty: off.",
     )
 
+    history: tuple[str, ...] = setting(
+        (),
+        "`schema.table` globs (as `source.include`) of the keyed tables that keep every version "
+        "of every row in a history table beside the mirrored one.",
+    )
+    history_suffix: str = setting(
+        "__history", "The history table's name: the mirrored table's, then this."
+    )
+
     @property
     def soft_deletes(self) -> bool:
         """A source delete marks the row ``_cdc_deleted`` instead of removing it."""
@@ -286,6 +295,16 @@ class Mirror(Section):
                 "letters, digits, '_', '.' or '-' (e.g. cdc_consistent), or '' for none"
             )
         return tag
+
+    @field_validator("history_suffix")
+    @classmethod
+    def _suffix(cls, suffix: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", suffix):
+            raise ValueError(
+                f"mirror.history_suffix = {suffix!r} cannot end a table name; use letters, "
+                "digits or '_' (e.g. __history)"
+            )
+        return suffix
 
     @field_validator("metrics_port")
     @classmethod

@@ -15,6 +15,7 @@ from cdcmirror.exceptions import ConfigError
 from cdcmirror.mirror.reload_mark import Mark, parse_mark
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
+    HISTORY_PROPERTY,
     LOAD_PENDING,
     LOAD_PROPERTY,
     MODE_PROPERTY,
@@ -45,6 +46,7 @@ class MirrorTable:
     truncated_ts_us: int | None = None  # the commit time of the truncate at truncated_at
     reloaded: Mark | None = None  # the changes a re-load's rows hold
     loading: bool = False  # a Spark initial load began and did not finish
+    history: str | None = None  # its history table (``mirror/history.py``), when it has one
 
     @property
     def dialect(self) -> str:
@@ -122,6 +124,7 @@ def mirror_table(
         else None,
         reloaded=parse_mark(properties.get(RELOADED_PROPERTY)),
         loading=properties.get(LOAD_PROPERTY) == LOAD_PENDING,
+        history=properties.get(HISTORY_PROPERTY) or None,
     )
 
 

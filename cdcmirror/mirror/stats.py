@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-PHASES = ("decode", "truncate", "dedupe_classify", "counts", "merge", "tombstones")
+PHASES = ("decode", "history", "truncate", "dedupe_classify", "counts", "merge", "tombstones")
 """The phases of applying one table's batch, in order, as ``phase_seconds`` names them:
 ``decode`` (the JSON/Avro decode and one aggregate over it: counts, bounds, truncates),
+``history`` (the batch's versions into the table's history table, ``mirror/history.py``),
 ``dedupe_classify`` (newest event per key, joined with the stored positions), ``counts``
 (the classified actions counted; in a batch MERGEd without a classification, its deletes of
 stored rows), ``merge`` (the MERGE into the table, with its commit),

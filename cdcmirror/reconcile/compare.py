@@ -32,6 +32,28 @@ class DeepResult:
 
 
 @dataclass
+class HistoryCheck:
+    """A history table against its mirrored table: its current versions counted (and, with
+    ``--deep``, compared row by row, and its chains checked)."""
+
+    table: str
+    current: int
+    differing: int | None = None  # --deep: current versions and live rows not in the other
+    broken: int | None = None  # --deep: versions that break their key's chain
+
+    def problem(self, mirror_rows: int | None) -> str | None:
+        """What is wrong, or None."""
+        out = []
+        if mirror_rows is not None and self.current != mirror_rows:
+            out.append(f"{self.current} current versions against {mirror_rows} rows")
+        if self.differing:
+            out.append(f"{self.differing} current versions and rows differ")
+        if self.broken:
+            out.append(f"{self.broken} versions break their key's chain")
+        return f"history {self.table}: " + "; ".join(out) if out else None
+
+
+@dataclass
 class TableCheck:
     identifier: str
     source: str  # schema.table at the source
@@ -48,6 +70,7 @@ class TableCheck:
     attempts: int = 0
     deep: DeepResult | None = None
     error: str | None = None
+    history: HistoryCheck | None = None  # the table's history table (mirror.history)
 
     @property
     def difference(self) -> int | None:
@@ -59,7 +82,8 @@ class TableCheck:
     def status(self) -> str:
         if self.error:
             return ERROR
-        if self.difference == 0 and not (self.deep and self.deep.differs):
+        history = self.history.problem(self.mirror_rows) if self.history else None
+        if self.difference == 0 and not (self.deep and self.deep.differs) and not history:
             return IN_SYNC if self.caught_up else LAGGING
         return DRIFT if self.caught_up else LAGGING
 
@@ -73,7 +97,8 @@ class TableCheck:
 
 def counts_settled(check: TableCheck) -> bool:
     """Whether another look cannot change the verdict on counts."""
-    return check.error is not None or (check.caught_up and check.difference == 0)
+    history = check.history.problem(check.mirror_rows) if check.history else None
+    return check.error is not None or (check.caught_up and check.difference == 0 and not history)
 
 
 def drifted_buckets(source: BucketSums, mirror: BucketSums) -> list[int]:

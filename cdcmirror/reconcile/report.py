@@ -40,6 +40,15 @@ def table_json(c: TableCheck, now: datetime) -> dict[str, Any]:
         "attempts": c.attempts,
         "error": c.error,
     }
+    if c.history is not None:
+        h = c.history
+        out["history"] = {
+            "table": h.table,
+            "current_versions": h.current,
+            "differing": h.differing,
+            "broken_chains": h.broken,
+            "problem": h.problem(c.mirror_rows),
+        }
     if c.deep is not None:
         d = c.deep
         out["deep"] = {
@@ -102,6 +111,8 @@ def _details(c: TableCheck) -> list[str]:
     lines: list[str] = []
     if c.error:
         lines.append(f"{c.identifier}: {c.error}")
+    if c.history is not None and (problem := c.history.problem(c.mirror_rows)):
+        lines.append(f"{c.identifier}: {problem}")
     d = c.deep
     if d is not None and (d.differs or d.skipped_columns):
         lines.append(f"{c.identifier}: {len(d.drifted_buckets)} of {d.buckets} buckets differ")

@@ -70,6 +70,10 @@ def java_class(spark: SparkSession, name: str) -> Java:
 def iceberg_table(spark: SparkSession, target: str) -> Java:
     """The Iceberg table ``target`` (its Spark name) as the session's catalog has it now
     (Java)."""
+    # Spark's catalog manager looks catalogs up in the conf of the thread's active session,
+    # which a table's thread (or a second query of the same process) may not have set to
+    # this one yet: ``spark.sql`` sets it, this call does not
+    java_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
     spark_util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
     return spark_util.loadIcebergTable(spark._jsparkSession, f"{CATALOG_NAME}.{target}")
 

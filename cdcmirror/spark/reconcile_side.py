@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cdcmirror.mirror import history as rules
 from cdcmirror.mirror.envelope import q, spark_name
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import RowShape, joined
-from cdcmirror.reconcile.compare import BucketSums, KeyRows
+from cdcmirror.reconcile.compare import BucketSums, HistoryCheck, KeyRows
 from cdcmirror.spark.rows import one_row
 from cdcmirror.spark.tombstones import TombstoneTables
 from cdcmirror.sql_text import sql_string
@@ -53,6 +54,19 @@ class MirrorTables:
         )
         position = [int(x) for x in row.pos] if row.pos is not None else None
         return int(row.n), position, aware(row.ts)
+
+    def history(self, table: MirrorTable, deep: bool) -> HistoryCheck:
+        """``table``'s history table against it (``mirror/history.py``)."""
+        assert table.history is not None
+        name = self._fresh(table.history)
+        current = one_row(self.spark.sql(rules.current_count_sql(name))).n
+        check = HistoryCheck(table.history, int(current))
+        if deep:
+            mirror = spark_name(table.identifier)
+            sql = rules.current_differs_sql(table, name, mirror)
+            check.differing = int(one_row(self.spark.sql(sql)).n)
+            check.broken = int(one_row(self.spark.sql(rules.chain_problems_sql(table, name))).n)
+        return check
 
     def bucket_sums(self, identifier: str, shape: RowShape, buckets: int) -> BucketSums:
         rows = self.spark.sql(

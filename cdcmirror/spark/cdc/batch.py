@@ -408,9 +408,12 @@ class Applier:
         problem = self.options.source_health() if self.options.source_health else None
         if problem:
             logger.error("mirror batch %d: %s", batch_id, problem)
+        histories = {t.identifier: t.history for t in self.tables.values() if t.history}
         names = [t.identifier for t in self.tables.values()] + list(self.streams)
+        names += histories.values()
         tombstones = self._settings.tombstones
         written = [s.table for s in stats if s.events]
+        written += [histories[name] for name in written if name in histories]
         graves = [tombstones.identifier_of(s.table) for s in stats if s.entombed]
         between_batches(
             self.spark,

@@ -1,7 +1,8 @@
 """One table's events of a micro-batch applied, top to bottom: the table evolved to the
 batch's row schemas (events of a schema it cannot take dead-lettered, ``evolve.py``), the
 events decoded and kept with their aggregate (``decode.py``), those that cannot be applied
-dead-lettered, the batch's newest TRUNCATE applied, then a keyless table's events appended,
+dead-lettered, a keyed table's versions written into its history table when it has one
+(``history.py``), the batch's newest TRUNCATE applied, then a keyless table's events appended,
 or a keyed table's batch MERGEd without a classification when every change is newer than
 everything stored (``direct.py``) or classified against what is stored (``classified.py``).
 
@@ -49,6 +50,7 @@ from cdcmirror.spark.cdc.decode import (
 )
 from cdcmirror.spark.cdc.direct import apply_direct, batch_mark
 from cdcmirror.spark.cdc.evolve import BatchEvolution, reject_schemas
+from cdcmirror.spark.cdc.history import apply_history
 from cdcmirror.spark.cdc.plan import ReadMode, TopicBatch
 from cdcmirror.spark.dead_letters import decoded_dead, raw_dead
 from cdcmirror.spark.iceberg import (
@@ -241,6 +243,10 @@ def _apply_kept(
         fail = tb.fail_on_dead_letter
         dead = decoded_dead(bad, table, fail, tb.raw).localCheckpoint(eager=True)
     applied = decoded.where("_cdc_error IS NULL").where("_cdc_op IN ('c', 'u', 'd', 'r')")
+    if table.history is not None and table.key and table.mode != "append":
+        lost = apply_history(tb, decoded, agg)  # first: the TRUNCATE is not applied yet
+        if lost is not None:
+            dead = lost if dead is None else dead.unionByName(lost)
     table = _truncate(tb, agg)
     if table.truncated_at:
         n = source_length(table.dialect)

@@ -1,0 +1,158 @@
+"""History (``mirror.history``) against real PostgreSQL and MariaDB, Debezium, Kafka, Spark and
+Iceberg. A random workload (inserts, updates, deletes, key changes, chains of key changes
+with unchanged TOAST values between them on PostgreSQL, multi-statement and interleaved
+transactions) and a TRUNCATE; the source's rows and position recorded at moments between
+its transactions. After the mirror ran (in many small batches, then one big one, then a
+batch run again after a crash, then a replay of the whole topic), the table rebuilt from
+the history as of each recorded moment equals the source's rows at that moment, row by
+row; every key's versions chain; the current ones are the mirrored table; ``reconcile
+--deep`` agrees, and sees a history that no longer does."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from cdcmirror.stack.control import Stack
+from support import mirror_scenarios as sc
+from support.bootstrap_env import run_cli
+from support.history_check import (
+    Moment,
+    as_of_rows,
+    assert_chains,
+    position_now,
+    versions,
+)
+from support.mirror_env import assert_rows_equal, run_mirror_process, source_rows
+from support.mirror_fixture import Mirrored, maria_mirrored, mirrored
+from support.spark import SparkWorld
+
+HISTORY: dict[str, object] = {"history": ["*.items"]}
+NOW = {"postgresql": (2**62,), "mysql": (2**31, 0)}  # a moment after every change
+
+
+@pytest.fixture(scope="module", params=["postgresql", "mariadb"])
+def hist(
+    request: pytest.FixtureRequest, stack: Stack, spark_world: SparkWorld
+) -> Iterator[Mirrored]:
+    if request.param == "postgresql":
+        request.getfixturevalue("postgres")
+        yield from mirrored(spark_world, "json", 300, chains=True, mirror_settings=HISTORY)
+    else:
+        request.getfixturevalue("mariadb")
+        yield from maria_mirrored(spark_world, 300, chains=True, mirror_settings=HISTORY)
+
+
+@contextmanager
+def _batches_of(events: int) -> Iterator[None]:
+    key = "CDCMIRROR_MIRROR__MAX_EVENTS_PER_BATCH"
+    os.environ[key] = str(events)
+    try:
+        yield
+    finally:
+        os.environ.pop(key, None)
+
+
+def _history(m: Mirrored) -> str:
+    return m.identifier + "__history"
+
+
+def _moment(m: Mirrored, moments: list[Moment], operations: int) -> None:
+    m.workload.run(operations)
+    moments.append(Moment(position_now(m.source), source_rows(m.source, m.columns())))
+
+
+def _truncate(m: Mirrored) -> None:
+    conn = m.source.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"TRUNCATE TABLE {m.source.table}")
+        conn.commit()
+    finally:
+        conn.close()
+    m.workload.ids.clear()
+
+
+def _check(m: Mirrored, moments: list[Moment]) -> None:
+    """The mirror equals the source; the history chains, its current versions are the
+    mirror's rows, and as of each moment it holds what the source held."""
+    rows = m.assert_same()
+    spark, columns, dialect = m.spark, m.columns(), m.source.dialect
+    keys = assert_chains(versions(spark, _history(m)))
+    assert keys >= rows
+    current = as_of_rows(spark, _history(m), columns, dialect, NOW[dialect])
+    assert_rows_equal("current versions", columns, source_rows(m.source, columns), current)
+    for i, moment in enumerate(moments):
+        got = as_of_rows(spark, _history(m), columns, dialect, moment.position)
+        assert_rows_equal(f"as of moment {i} {moment.position}", columns, moment.rows, got)
+
+
+def _reconcile(m: Mirrored) -> dict[str, object]:
+    result = run_cli(m.config_path, "reconcile", "--deep", "--output", "json")
+    assert result.stdout.lstrip().startswith("{"), result.output[-3000:]
+    report = json.loads(result.stdout)
+    (table,) = report["tables"]
+    assert isinstance(table, dict)
+    history = table["history"]
+    assert isinstance(history, dict)
+    return {"exit": result.exit_code, **history}
+
+
+def test_history_rebuilds_the_table_as_of_every_moment(hist: Mirrored) -> None:
+    m = hist
+    moments: list[Moment] = []
+    for _ in range(3):
+        _moment(m, moments, 150)
+    sc.settle(m)
+    with _batches_of(40):  # many small batches
+        m.mirror()
+    _check(m, moments)
+
+    _moment(m, moments, 100)
+    _truncate(m)
+    _moment(m, moments, 120)
+    _moment(m, moments, 120)
+    sc.settle(m)
+    with _batches_of(0):  # one big batch, the TRUNCATE in it
+        m.mirror()
+    _check(m, moments)
+    deleted = m.spark.sql(f"SELECT count_if(_cdc_deleted) FROM {_history(m)}").first()
+    assert deleted is not None and deleted[0] > 0
+
+    # a batch run again after its commits, before the checkpoint recorded it
+    _moment(m, moments, 100)
+    sc.settle(m)
+    crashed = run_mirror_process(m.config_path, {"CDCMIRROR_FAULT": "after-commit"})
+    assert crashed.returncode == 86, crashed.stderr[-3000:]
+    m.mirror()
+    _check(m, moments)
+
+    # the connector's offsets reset: a new snapshot and every change sent again
+    before = versions(m.spark, _history(m))
+    sc.replay_changes_nothing(m, f"cdcmirror-{m.name}", [])
+    assert versions(m.spark, _history(m)) == before, "a replay changed the history"
+    _check(m, moments)
+
+    # compaction and expiry cover the history table, and change none of its versions
+    done = run_cli(m.config_path, "--output", "json", "maintain")
+    assert done.exit_code == 0, done.output[-3000:]
+    assert _history(m) in [r["table"] for r in json.loads(done.stdout)]
+    m.spark.sql(f"REFRESH TABLE {_history(m)}")
+    assert versions(m.spark, _history(m)) == before
+    _check(m, moments)
+
+    agreed = _reconcile(m)
+    assert agreed["problem"] is None and agreed["exit"] == 0, agreed
+    assert agreed["broken_chains"] == 0 and agreed["differing"] == 0, agreed
+    # a history that no longer agrees is seen
+    m.spark.sql(
+        f"UPDATE {_history(m)} SET _cdc_is_current = false "
+        f"WHERE id = (SELECT min(id) FROM {_history(m)} WHERE _cdc_is_current)"
+    )
+    broken = _reconcile(m)
+    assert broken["exit"] == 1 and broken["problem"], broken
+    assert broken["current_versions"] == int(agreed["current_versions"]) - 1  # type: ignore[call-overload]
