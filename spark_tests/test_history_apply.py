@@ -81,18 +81,30 @@ def _as_wanted(versions: list[dict[str, Any]], table: MirrorTable) -> dict[str, 
     return out
 
 
-@pytest.mark.parametrize("per_event", [False, True], ids=["one-batch", "an-event-a-batch"])
-@pytest.mark.parametrize("recording", ["postgresql-json", "mysql-json"])
+@pytest.mark.parametrize(
+    ("recording", "per_event", "soft"),
+    [
+        ("postgresql-json", False, False),
+        ("postgresql-json", True, False),
+        ("mysql-json", False, False),
+        ("mysql-json", True, False),
+        ("postgresql-json", False, True),
+        ("mysql-json", True, True),
+    ],
+    ids=["pg-one-batch", "pg-an-event-a-batch", "mysql-one-batch", "mysql-an-event-a-batch",
+         "pg-soft-deletes", "mysql-soft-deletes-an-event-a-batch"],
+)  # fmt: skip
 def test_recorded_events_make_every_version(
-    spark_world: SparkWorld, recording: str, per_event: bool
+    spark_world: SparkWorld, recording: str, per_event: bool, soft: bool
 ) -> None:
     spark = spark_world.spark
     data = json.loads((FIXTURES / f"{recording}.json").read_text())
-    name = f"{NAMESPACE}.h_{recording.replace('-', '_')}_{'each' if per_event else 'one'}"
+    mode = f"{'each' if per_event else 'one'}{'_soft' if soft else ''}"
+    name = f"{NAMESPACE}.h_{recording.replace('-', '_')}_{mode}"
     table = replace(recorded_table(data["table"]), identifier=name)
     create_mirrored(spark, table)
     table = create_history(spark, table, name + "__history")
-    applier = applier_of(spark, data, table)
+    applier = applier_of(spark, data, table, soft)
     before, after = split_at_truncate(data)
     apply = Batches(spark, applier).apply
 

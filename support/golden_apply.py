@@ -18,14 +18,15 @@ def _no_evolution(table: MirrorTable, evolution: Evolution) -> MirrorTable:
     raise AssertionError(f"the recorded events need no evolution of {table.identifier}")
 
 
-def applier_of(spark: Any, data: dict[str, Any], table: MirrorTable) -> Applier:
+def applier_of(spark: Any, data: dict[str, Any], table: MirrorTable, soft: bool = False) -> Applier:
+    """The mirror's applier of the recording's ``table`` (``soft``: soft deletes)."""
     registry = None
     if data["format"] == "avro":
         registry = SchemaRegistry("http://127.0.0.1:1", timeout=1, retries=())
         registry._cache.update({int(k): v for k, v in data["schemas"].items()})
     options = ApplierOptions(
         schemas=data["format"] == "json",
-        soft_deletes=False,
+        soft_deletes=soft,
         fail_on_dead_letter=True,  # a recorded event that cannot be applied fails the test
         internal_namespace=f"{NAMESPACE}__cdcmirror",
         registry=registry,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cdcmirror.cdc_columns import placeholder_flag
+from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror import history as rules
 from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.high_water import is_fresh, raised, summary
@@ -21,7 +22,7 @@ from cdcmirror.mirror.toast import toastable
 from cdcmirror.spark.cdc.context import TableContext
 from cdcmirror.spark.dead_letters import joined_dead
 from cdcmirror.spark.iceberg import current_snapshot, recorded_mark, scanned_mark, with_commit_props
-from cdcmirror.spark.rows import first_value
+from cdcmirror.spark.rows import first_value, one_row
 from cdcmirror.sql_text import as_of, spark_name
 
 if TYPE_CHECKING:
@@ -129,6 +130,12 @@ def _unknown(tb: TableContext, filled: str) -> DataFrame | None:
     ).localCheckpoint(eager=True)
     if errors.isEmpty():
         return None
+    if tb.fail_on_dead_letter:
+        first = one_row(errors)
+        raise MirrorError(
+            f"{table.identifier}: event at {table.topic} partition {first._cdc_p} offset "
+            f'{first._cdc_o} cannot be applied: {first._cdc_error} (mirror.dead_letter = "fail")'
+        )
     tb.stats.dead_lettered += errors.count()
     return joined_dead(tb.raw, errors, table.identifier)
 
