@@ -43,7 +43,8 @@ body after its 5-byte frame, with its schema from the registry, for Avro). With
 it run in a JVM that has compiled the decode and the MERGE, as a job that has been running
 for a while has: without them the ``updates`` round is the JVM's second batch.
 ``--consistent-tag``: the job keeps the consistent tag (``mirror.consistent_tag``), to
-compare a batch's cost with and without it.
+compare a batch's cost with and without it; ``--history``: the table keeps a history table
+(``mirror.history``), the same.
 ``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g, 8g with
 ``--decode-steps`` (whose last steps hold a round's records in memory: 4g ran out in the
 warm inserts round). A batch of 1M updates ran out of 4g: the job shares the JVM with the
@@ -129,6 +130,9 @@ def main(n: int, runs: int) -> None:
     if "--consistent-tag" in sys.argv:
         env["CDCMIRROR_MIRROR__CONSISTENT_TAG"] = "cdc_consistent"
         print("with the consistent tag", flush=True)
+    if "--history" in sys.argv:
+        env["CDCMIRROR_MIRROR__HISTORY"] = f"{schema}.items"
+        print("with history (items__history)", flush=True)
     handler = BatchLines()
     log = logging.getLogger("cdcmirror.mirror")
     log.addHandler(handler)

@@ -18,6 +18,8 @@ the provisioned PostgreSQL and the stack (`make provision stack-up`).
 ``SMALL_BATCH_EVENT_LOG=1``: the job writes Spark's event log;
 ``SMALL_BATCH_SPARK_CONF='{"key": "value"}'``: Spark settings of the job;
 ``SMALL_BATCH_MAINTAIN_EVERY=N``: the job maintains its tables every N batches.
+``--history``: the busy table keeps a history table (``mirror.history``), to compare a
+batch's cost with and without it.
 ``--consistent-tag``: the job keeps the consistent tag (``mirror.consistent_tag``), to
 compare a batch's cost with and without it.
 
@@ -78,6 +80,9 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
     if "--consistent-tag" in sys.argv[1:]:
         extra["mirror"] = {"consistent_tag": "cdc_consistent"}
         print("with the consistent tag", flush=True)
+    if "--history" in sys.argv[1:]:
+        extra["mirror"] = {**extra.get("mirror", {}), "history": [f"{schema}.items"]}
+        print("with history (items__history)", flush=True)
     config = make_config(
         work,
         schema,

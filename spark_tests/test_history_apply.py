@@ -90,9 +90,11 @@ def _as_wanted(versions: list[dict[str, Any]], table: MirrorTable) -> dict[str, 
         ("mysql-json", True, False),
         ("postgresql-json", False, True),
         ("mysql-json", True, True),
+        ("postgresql-avro", False, False),
+        ("mysql-avro", False, False),
     ],
     ids=["pg-one-batch", "pg-an-event-a-batch", "mysql-one-batch", "mysql-an-event-a-batch",
-         "pg-soft-deletes", "mysql-soft-deletes-an-event-a-batch"],
+         "pg-soft-deletes", "mysql-soft-deletes-an-event-a-batch", "pg-avro", "mysql-avro"],
 )  # fmt: skip
 def test_recorded_events_make_every_version(
     spark_world: SparkWorld, recording: str, per_event: bool, soft: bool

@@ -45,7 +45,7 @@ from cdcmirror.load.progress import TableProgress
 from cdcmirror.source.connection import source_url
 from cdcmirror.source.include import is_included
 from cdcmirror.source_model import SourceCatalog
-from cdcmirror.table_properties import CARRIERS_PROPERTY, LOAD_PROPERTY
+from cdcmirror.table_properties import CARRIERS_PROPERTY, HISTORY_PROPERTY, LOAD_PROPERTY
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +218,10 @@ def _plan_tables(
         if (history := _with_history(config, d)[1]) is not None:
             kept = read_existing(iceberg, history.identifier) if iceberg is not None else None
             plans.append(plan_table(history, kept))
+        elif existing is not None and existing.properties.get(HISTORY_PROPERTY):
+            # left out of mirror.history: the job stops writing the history table, kept
+            plan.set_properties[HISTORY_PROPERTY] = ""
+            plan.action = "alter"
         if existing is not None and existing.properties.get(LOAD_PROPERTY) == PENDING:
             pending.append(d)
     return plans, pending

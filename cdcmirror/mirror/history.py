@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from cdcmirror.cdc_columns import IcebergColumn, placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
+from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.merge_sql import keys_equal
 from cdcmirror.mirror.positions import newer, position_literal, source_length
 from cdcmirror.mirror.spec import MirrorTable
@@ -125,16 +126,18 @@ def events_sql(table: MirrorTable, decoded: str, truncated_at: Sequence[int]) ->
     return f"SELECT {', '.join(q(c) for c in cols)} FROM {decoded} WHERE {where}"
 
 
-def guarded_sql(table: MirrorTable, events: str, history: str) -> str:
+def guarded_sql(table: MirrorTable, events: str, history: str, bounds: Bounds) -> str:
     """``events`` without the changes each key's history already holds: those at or before
     the newest position its versions name (the start of one, or the end a delete or TRUNCATE
-    gave one). Only the batch's keys' versions are read."""
+    gave one). Only the batch's keys' versions are read (their files by the batch's key
+    ``bounds``, ``key_range.py``)."""
     n = source_length(table.dialect)
     keys = _keys(table)
     newest = (
         f"SELECT {_keys(table, 'h')}, max(greatest(h._cdc_valid_from, h._cdc_valid_to)) "
         f"AS _cdc_newest FROM {history} h LEFT SEMI JOIN (SELECT DISTINCT {keys} FROM {events}) "
-        f"b ON {keys_equal(table, 'h', 'b')} GROUP BY {_keys(table, 'h')}"
+        f"b ON {keys_equal(table, 'h', 'b')} WHERE {range_sql('h', bounds)} "
+        f"GROUP BY {_keys(table, 'h')}"
     )
     return (
         f"SELECT e.* FROM {events} e LEFT JOIN ({newest}) s ON {keys_equal(table, 'e', 's')} "
@@ -169,7 +172,7 @@ def batch_filled_sql(table: MirrorTable, lived: str, current: str) -> str:
     over = _PER_KEY.format(keys=f"{_keys(table)}, _cdc_life")
     fills = [
         f"last(IF(_cdc_op = 'd' OR {q(placeholder_flag(c))}, NULL, named_struct('{_VALUE}', "
-        f"{q(c)})), true) OVER ({over} {_SO_FAR}) AS {q('_cdc_bf_' + c)}"
+        f"{q(c)})), true) OVER ({over} {_SO_FAR}) AS {q('_cdc_hf_' + c)}"
         for c in toast
     ]
     if old:
@@ -184,7 +187,7 @@ def batch_filled_sql(table: MirrorTable, lived: str, current: str) -> str:
         if c not in toast:
             cols.append(f"e.{q(c)}")
             continue
-        t, bf = q(placeholder_flag(c)), q("_cdc_bf_" + c)
+        t, bf = q(placeholder_flag(c)), q("_cdc_hf_" + c)
         known = f"coalesce(e.{bf}, IF(e._cdc_life = 0, cur.{q('_cdc_s_' + c)}, NULL))"
         cols += [
             f"IF(e.{t}, {known}.{_VALUE}, e.{q(c)}) AS {q(c)}",
@@ -199,7 +202,7 @@ def batch_filled_sql(table: MirrorTable, lived: str, current: str) -> str:
     )
 
 
-def current_sql(table: MirrorTable, history: str, events: str) -> str:
+def current_sql(table: MirrorTable, history: str, events: str, bounds: Bounds) -> str:
     """The history's current versions of ``events``' keys, each TOASTable value as
     ``_cdc_s_<c>`` (a struct, so that a NULL value is told from none)."""
     vals = ", ".join(
@@ -208,11 +211,11 @@ def current_sql(table: MirrorTable, history: str, events: str) -> str:
     return (
         f"SELECT {_keys(table, 'h')}{', ' + vals if vals else ''} FROM {history} h "
         f"LEFT SEMI JOIN (SELECT DISTINCT {_keys(table)} FROM {events}) b "
-        f"ON {keys_equal(table, 'h', 'b')} WHERE h._cdc_is_current"
+        f"ON {keys_equal(table, 'h', 'b')} WHERE h._cdc_is_current AND {range_sql('h', bounds)}"
     )
 
 
-def old_key_filled_sql(table: MirrorTable, filled: str, history: str) -> str:
+def old_key_filled_sql(table: MirrorTable, filled: str, history: str, bounds: Bounds) -> str:
     """The create half of a key change whose placeholder the key's own life cannot fill
     (``batch_filled_sql``) takes the old key's newest version before the create: in the
     batch (a change of the old key, its values as filled there) or in the history. A
@@ -232,7 +235,8 @@ def old_key_filled_sql(table: MirrorTable, filled: str, history: str) -> str:
     )
     stored = ", ".join(f"'{c}', {q(c)}, '{placeholder_flag(c)}', false" for c in toast)
     history_side = (
-        f"SELECT {_keys(table)}, _cdc_valid_from AS p, named_struct({stored}) AS v FROM {history}"
+        f"SELECT {_keys(table)}, _cdc_valid_from AS p, named_struct({stored}) AS v FROM {history} "
+        f"WHERE {range_sql('', bounds)}"
     )
     on = " AND ".join(f"o.{q(k)} = n._cdc_kc.{q(ok)}" for k, ok in zip(table.key, old, strict=True))
     need = f"_cdc_kc.{q(old[0])} IS NOT NULL AND ({flags})"
@@ -327,14 +331,18 @@ def merge_sql(
     history: str,
     source: str,
     first_truncate: tuple[Sequence[int], int] | None,
+    bounds: Bounds | None = None,
 ) -> str:
     """One batch into ``history`` (``source``: ``versions_sql``): each current version that a
     change of the batch follows closed at the key's first change, or at the batch's
     ``first_truncate`` (position, commit time in epoch microseconds) when that came between;
     after a TRUNCATE every other version that was current before it is closed too; each new
-    version inserted. Deleted: ended by a delete or a TRUNCATE."""
+    version inserted. Deleted: ended by a delete or a TRUNCATE. ``bounds``: the batch's key
+    range, so that only the files that may hold its keys are read (a TRUNCATE's versions
+    outside it are not matched, and closed as every other one)."""
     n = source_length(table.dialect)
     on = " AND ".join(f"t.{q(k)} = s.{q(merge_key(k))}" for k in table.key)
+    on += f" AND {range_sql('t', bounds or {})}"
     end, end_ts, by_truncate = "s._cdc_valid_from", "s._cdc_valid_from_ts", "false"
     if first_truncate is not None:
         tp, us = position_literal(first_truncate[0]), f"timestamp_micros({first_truncate[1]})"

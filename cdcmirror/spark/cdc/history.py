@@ -17,19 +17,20 @@ from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror import history as rules
 from cdcmirror.mirror.batch_aggregate import BatchAggregate
 from cdcmirror.mirror.high_water import is_fresh, raised, summary
+from cdcmirror.mirror.key_range import Bounds, bounds_of
 from cdcmirror.mirror.positions import newer, position_literal, source_length
 from cdcmirror.mirror.toast import toastable
 from cdcmirror.spark.cdc.context import TableContext
 from cdcmirror.spark.dead_letters import joined_dead
 from cdcmirror.spark.iceberg import current_snapshot, recorded_mark, scanned_mark, with_commit_props
 from cdcmirror.spark.rows import first_value, one_row
-from cdcmirror.sql_text import as_of, spark_name
+from cdcmirror.sql_text import as_of, q, spark_name, sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 MAX_LINKS = 50  # key changes of one row in one batch followed back at most
-_STEPS = ("_hev", "_hguard", "_hcur", "_hlived", "_hfill", "_hfilled")
+_STEPS = ("_hev", "_hguard", "_hcur", "_hlived", "_hfill")
 
 
 def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> DataFrame | None:
@@ -39,9 +40,11 @@ def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> 
     assert history is not None
     target = spark_name(history)
     spark, view, table = tb.spark, tb.view, tb.table
+    bounds = bounds_of(table, agg.bounds)  # the batch's keys, old keys of key changes too
     with tb.stats.phase("history"):
         mark = _seeded_mark(tb, target)
         decoded.createOrReplaceTempView(view + "_hdecoded")
+        made = [view + suffix for suffix in (*_STEPS, "_hdecoded")]  # the views, dropped after
         try:
             events = view + "_hev"
             spark.sql(
@@ -49,22 +52,23 @@ def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> 
             ).createOrReplaceTempView(events)
             truncates = _truncates(tb, decoded) if agg.truncates else []
             if not is_fresh(agg.oldest_position, mark):
-                spark.sql(rules.guarded_sql(table, events, target)).createOrReplaceTempView(
+                spark.sql(rules.guarded_sql(table, events, target, bounds)).createOrReplaceTempView(
                     view + "_hguard"
                 )
                 events = view + "_hguard"
                 if not truncates and spark.table(events).isEmpty():  # a replay: all recorded
                     return None
-            filled = _filled(tb, events, target, agg)
+            filled = _filled(tb, events, target, agg, bounds, made)
             dead = _unknown(tb, filled) if filled != events else None
             source = rules.versions_sql(table, filled, truncates, rules.unknown_sql(table))
-            merge = rules.merge_sql(table, target, source, truncates[0] if truncates else None)
+            first = truncates[0] if truncates else None
+            merge = rules.merge_sql(table, target, source, first, bounds)
             props = {**tb.props, **summary(raised(mark, agg.newest_position))}
             with_commit_props(spark, props, lambda: spark.sql(merge))
             return dead
         finally:
-            for suffix in (*_STEPS, "_hdecoded", *(f"_hfilled{i}" for i in range(MAX_LINKS))):
-                spark.catalog.dropTempView(view + suffix)
+            for name in made:
+                spark.catalog.dropTempView(name)
 
 
 def _seeded_mark(tb: TableContext, target: str) -> list[int] | None:
@@ -89,12 +93,22 @@ def _seeded_mark(tb: TableContext, target: str) -> list[int] | None:
     return mark
 
 
-def _filled(tb: TableContext, events: str, target: str, agg: BatchAggregate) -> str:
-    """The view of ``events`` with their unchanged-TOAST placeholders filled."""
+def _filled(
+    tb: TableContext,
+    events: str,
+    target: str,
+    agg: BatchAggregate,
+    bounds: Bounds,
+    made: list[str],
+) -> str:
+    """The view of ``events`` with their unchanged-TOAST placeholders filled (the views of
+    each step added to ``made``)."""
     table, spark, view = tb.table, tb.spark, tb.view
     if not toastable(table) or not agg.placeholders:
         return events
-    spark.sql(rules.current_sql(table, target, events)).createOrReplaceTempView(view + "_hcur")
+    spark.sql(rules.current_sql(table, target, events, bounds)).createOrReplaceTempView(
+        view + "_hcur"
+    )
     spark.sql(rules.lives_sql(table, events)).createOrReplaceTempView(view + "_hlived")
     spark.sql(
         rules.batch_filled_sql(table, view + "_hlived", view + "_hcur")
@@ -104,8 +118,9 @@ def _filled(tb: TableContext, events: str, target: str, agg: BatchAggregate) -> 
     unknown = rules.unknown_sql(table)
     filled, left = view + "_hfill", -1
     for link in range(MAX_LINKS):  # a link of a chain of key changes each
-        step = spark.sql(rules.old_key_filled_sql(table, filled, target))
+        step = spark.sql(rules.old_key_filled_sql(table, filled, target, bounds))
         filled = f"{view}_hfilled{link}"
+        made.append(filled)
         step.localCheckpoint(eager=True).createOrReplaceTempView(filled)
         now = first_value(spark.sql(f"SELECT count_if({unknown}) FROM {filled}"))
         if now in (0, left):
@@ -120,7 +135,9 @@ def _unknown(tb: TableContext, filled: str) -> DataFrame | None:
     unknown = rules.unknown_sql(table)
     if unknown == "false":
         return None
-    flags = ", ".join(f"IF({placeholder_flag(c)}, '{c}', NULL)" for c in toastable(table))
+    flags = ", ".join(
+        f"IF({q(placeholder_flag(c))}, {sql_string(c)}, NULL)" for c in toastable(table)
+    )
     errors = tb.spark.sql(
         f"SELECT element_at(_cdc_position, -2) AS _cdc_p, element_at(_cdc_position, -1) AS "
         f"_cdc_o, concat('history: the unchanged-TOAST value of ', concat_ws(', ', {flags}), "
