@@ -84,3 +84,6 @@ def test_momentary_409s_are_connects_rebalance_and_stale_config_answers() -> Non
     )
     assert not momentary(409, "Connector c already exists")
     assert not momentary(500, STALE)
+    # a read while the workers are about to rebalance (seen under parallel tests)
+    assert momentary(500, "Request cannot be completed because a rebalance is expected")
+    assert not momentary(500, "Failed to find any class that implements Connector")

@@ -31,10 +31,14 @@ def refused(url: str, code: int) -> str:
 
 
 def momentary(code: int, detail: str) -> bool:
-    """Whether Connect's answer is its 409 of a moment: a rebalance under way, or a config
-    it holds older than the config topic's (Connect's own words say "momentarily" or
-    "rebalance"); any other 409 (a name already taken) is not asked again."""
+    """Whether Connect's answer is one of a moment: its 409 while a rebalance is under way,
+    or while it holds a config older than the config topic's (its own words say
+    "momentarily" or "rebalance"), and its 500 while a rebalance is expected
+    ("Request cannot be completed because a rebalance is expected"); any other 409 (a name
+    already taken) or 500 is not asked again."""
     words = detail.lower()
+    if code == 500:
+        return "rebalance is expected" in words
     return code == 409 and ("momentarily" in words or "rebalance" in words)
 
 
@@ -44,7 +48,7 @@ def _states(status: dict[str, Any]) -> list[str]:
 
 
 class _Momentary(ConnectorError):
-    """A 409 that goes away by itself (see ``momentary``)."""
+    """An answer that goes away by itself (see ``momentary``)."""
 
 
 class ConnectClient:
@@ -70,7 +74,8 @@ class ConnectClient:
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         """One REST call. A 409 that Connect answers while its workers rebalance or its
         config topic moves under the request (another connector created or changed at that
-        moment) is asked again, for up to ``conflict_wait`` seconds."""
+        moment), and its 500 while a rebalance is expected, are asked again, for up to
+        ``conflict_wait`` seconds."""
         deadline = time.monotonic() + self.conflict_wait
         pause = 0.25
         while True:
