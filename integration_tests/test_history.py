@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
+from cdcmirror.mirror.positions import reread_sql
+from cdcmirror.spark.rows import first_value
 from cdcmirror.stack.control import Stack
 from support import mirror_scenarios as sc
 from support.bootstrap_env import run_cli
@@ -29,6 +32,7 @@ from support.history_check import (
 )
 from support.mirror_env import assert_rows_equal, run_mirror_process, source_rows
 from support.mirror_fixture import Mirrored, maria_mirrored, mirrored
+from support.reconcile_scenarios import mirror_until_in_sync
 from support.spark import SparkWorld
 
 HISTORY: dict[str, object] = {"history": ["*.items"]}
@@ -41,7 +45,9 @@ def hist(
 ) -> Iterator[Mirrored]:
     if request.param == "postgresql":
         request.getfixturevalue("postgres")
-        yield from mirrored(spark_world, "json", 300, chains=True, mirror_settings=HISTORY)
+        yield from mirrored(
+            spark_world, "json", 300, chains=True, signal=True, mirror_settings=HISTORY
+        )
     else:
         request.getfixturevalue("mariadb")
         yield from maria_mirrored(spark_world, 300, chains=True, mirror_settings=HISTORY)
@@ -77,9 +83,10 @@ def _truncate(m: Mirrored) -> None:
     m.workload.ids.clear()
 
 
-def _check(m: Mirrored, moments: list[Moment]) -> None:
+def _check(m: Mirrored, moments: list[Moment], drifted: frozenset[int] = frozenset()) -> None:
     """The mirror equals the source; the history chains, its current versions are the
-    mirror's rows, and as of each moment it holds what the source held."""
+    mirror's rows, and as of each moment it holds what the source held (but for the keys
+    whose versions a test changed behind the mirror's back: ``drifted``)."""
     rows = m.assert_same()
     spark, columns, dialect = m.spark, m.columns(), m.source.dialect
     keys = assert_chains(versions(spark, _history(m)))
@@ -88,7 +95,9 @@ def _check(m: Mirrored, moments: list[Moment]) -> None:
     assert_rows_equal("current versions", columns, source_rows(m.source, columns), current)
     for i, moment in enumerate(moments):
         got = as_of_rows(spark, _history(m), columns, dialect, moment.position)
-        assert_rows_equal(f"as of moment {i} {moment.position}", columns, moment.rows, got)
+        want = {k: v for k, v in moment.rows.items() if k not in drifted}
+        got = {k: v for k, v in got.items() if k not in drifted}
+        assert_rows_equal(f"as of moment {i} {moment.position}", columns, want, got)
 
 
 def _reconcile(m: Mirrored) -> dict[str, object]:
@@ -100,6 +109,54 @@ def _reconcile(m: Mirrored) -> dict[str, object]:
     history = table["history"]
     assert isinstance(history, dict)
     return {"exit": result.exit_code, **history}
+
+
+def _drift_repaired(m: Mirrored) -> frozenset[int]:
+    """Changes the mirror and its history both missed (a row changed, a row never
+    inserted, a row the source no longer has), found by ``reconcile --deep`` and repaired:
+    the changed and missing rows, re-read by Debezium, make versions marked ``repair``; the
+    extra row's version ends, deleted; the whole table read again makes none. Returns the
+    keys whose versions were changed behind the mirror's back."""
+    h, spark = _history(m), m.spark
+    changed, missing, copied = (
+        int(r[0]) for r in spark.sql(f"SELECT id FROM {m.identifier} ORDER BY id LIMIT 3").collect()
+    )
+    extra = 10**12
+    for t, current in ((m.identifier, "true"), (h, "_cdc_is_current")):
+        spark.sql(f"UPDATE {t} SET name = 'missed' WHERE id = {changed} AND {current}")
+        spark.sql(
+            f"INSERT INTO {t} SELECT {extra} AS id, * EXCEPT (id) FROM {t} "
+            f"WHERE id = {copied} AND {current}"
+        )
+    spark.sql(f"DELETE FROM {m.identifier} WHERE id = {missing}")
+    spark.sql(f"DELETE FROM {h} WHERE id = {missing}")
+    found = run_cli(m.config_path, "reconcile", "--deep", "--settle", "5", "--output", "json")
+    assert found.exit_code == 1, found.output[-3000:]
+    report = m.config_path.parent / f"{m.name}-history-drift.json"
+    report.write_text(found.stdout)
+    done = run_cli(m.config_path, "repair", "--table", "items", "--keys-from", str(report))
+    assert done.exit_code == 0 and "removed 1 row(s)" in done.stdout, done.output[-3000:]
+    mirror_until_in_sync(m)
+    by_key = {k: [v for v in versions(spark, h) if v["id"] == k] for k in (changed, missing)}
+    for key, chain in by_key.items():
+        assert chain[-1]["_cdc_op"] == "repair" and chain[-1]["_cdc_is_current"], (key, chain)
+    assert len(by_key[missing]) == 1, by_key[missing]
+    (ended,) = [v for v in versions(spark, h) if v["id"] == extra]
+    assert ended["_cdc_deleted"] and not ended["_cdc_is_current"], ended
+    assert list(ended["_cdc_valid_to"]) > list(ended["_cdc_valid_from"]), ended
+
+    # the whole table read again, the mirror right: no version
+    kept = versions(spark, h)
+    again = run_cli(m.config_path, "repair", "--table", "items", "--method", "snapshot")
+    assert again.exit_code == 0, again.output[-3000:]
+    reread = f"SELECT count_if(NOT {reread_sql()}) FROM {m.identifier}"
+    deadline = time.monotonic() + 300
+    while first_value(spark.sql(reread)) and time.monotonic() < deadline:
+        sc.settle(m)
+        m.mirror()
+    assert first_value(spark.sql(reread)) == 0, "the table was not read again"
+    assert versions(spark, h) == kept
+    return frozenset((changed, missing, extra))
 
 
 def test_history_rebuilds_the_table_as_of_every_moment(hist: Mirrored) -> None:
@@ -144,6 +201,9 @@ def test_history_rebuilds_the_table_as_of_every_moment(hist: Mirrored) -> None:
     m.spark.sql(f"REFRESH TABLE {_history(m)}")
     assert versions(m.spark, _history(m)) == before
     _check(m, moments)
+
+    drifted = _drift_repaired(m)
+    _check(m, moments, drifted)
 
     agreed = _reconcile(m)
     assert agreed["problem"] is None and agreed["exit"] == 0, agreed

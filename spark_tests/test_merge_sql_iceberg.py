@@ -9,7 +9,7 @@ import pytest
 
 from cdcmirror.mirror.merge_sql import merge_sql
 from cdcmirror.table_properties import MERGE_ON_READ
-from support.iceberg_tables import ITEMS, items_target, tombstones_table
+from support.iceberg_tables import ITEMS, create_history, items_target, tombstones_table
 from support.spark import SparkWorld
 from support.tables import NAME, make_table
 
@@ -125,7 +125,9 @@ def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
     filter (it cannot push an array literal inside an OR) and repair crashed. It deletes as
     the mirror does (issue 67, item 6): hard, with a tombstone at the row's position (an
     older change of the key read again must not bring it back); soft, the row kept and
-    marked deleted."""
+    marked deleted. The table's history (issue 71) ends the removed keys' current versions,
+    deleted, at the position repair read before it found them missing, and keeps the
+    version of the key changed since."""
     from dataclasses import replace
 
     from cdcmirror.reconcile.canonical import CanonicalColumn, RowShape
@@ -150,8 +152,26 @@ def test_repair_deletes_several_extra_rows_each_only_at_its_read_position(
     mirror = MirrorTables(spark)
     read = mirror.positions(target, shape, "id IN (1, 2, 3)")
     assert sorted(read) == ["1", "2", "3"], read
-    read["3"] = [1, 1, 31, 0, 0, 9]  # the mirror applied a change to 3 since: it stays
-    mirror.delete_unchanged(replace(ITEMS, identifier=target), shape, read, soft, graves)
+    table = create_history(spark, replace(ITEMS, identifier=target), target + "__history")
+    spark.sql(
+        f"INSERT INTO {table.history} SELECT id, name, _cdc_position, NULL, _cdc_source_ts, "
+        f"NULL, _cdc_op, true, false FROM {target}"
+    )
+    # the mirror applied a change to 3 since the read (its history too): it stays
+    spark.sql(f"UPDATE {target} SET _cdc_position = array(1, 1, 31, 0, 0, 9) WHERE id = 3")
+    spark.sql(f"UPDATE {table.history} SET _cdc_valid_from = array(1, 1, 31, 0, 0, 9) WHERE id = 3")
+    missing_since = [1, 1, 50, 0, -1, -1], 1_700_000_000_000_000
+    mirror.delete_unchanged(table, shape, read, soft, graves, missing_since)
+    history = spark.sql(
+        f"SELECT id, _cdc_valid_to, _cdc_is_current, _cdc_deleted FROM {table.history} ORDER BY id"
+    ).collect()
+    ended = [1, 1, 50, 0, -1, -1]
+    assert [(r[0], r[1] and list(r[1]), r[2], r[3]) for r in history] == [
+        (1, ended, False, True),
+        (2, ended, False, True),
+        (3, None, True, False),
+        (4, None, True, False),
+    ]
     live = f"SELECT id FROM {target} WHERE NOT _cdc_deleted ORDER BY id"
     assert [r[0] for r in spark.sql(live).collect()] == [3, 4]
     stored = spark.sql(f"SELECT id, _cdc_op, _cdc_position FROM {target} ORDER BY id").collect()
@@ -212,7 +232,8 @@ def test_repair_finds_text_keys_with_backslashes_and_quotes_in_the_mirror(
         key_columns=(NAME,),
     )
     positions = {n: [1, names.index(n)] for n in wanted}
-    mirror.delete_unchanged(table, shape, positions, True, TombstoneTables("merge_it__cdcmirror"))
+    graves = TombstoneTables("merge_it__cdcmirror")
+    mirror.delete_unchanged(table, shape, positions, True, graves, ([1, 9], 0))
     live = f"SELECT name FROM {target} WHERE NOT _cdc_deleted"
     assert [r[0] for r in spark.sql(live).collect()] == ["plain"]
 

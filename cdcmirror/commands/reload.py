@@ -69,6 +69,12 @@ def reload_table(
             f"{t.identifier} has no key (it is mirrored as an append log), so a re-load "
             "would drop its history; repair it with --method snapshot"
         )
+    if t.history:
+        raise ConfigError(
+            f"{t.identifier} keeps a history table ({t.history}), where a re-load by Spark "
+            "would make no versions; repair it with --method snapshot (Debezium's re-read "
+            "makes a version, marked repair, of each row that differed)"
+        )
     with Leased(iceberg, [t.identifier], my_lease(LEASE_HOLDER)):
         d = _desired(config, iceberg, discover(config.source), t.source)
         load = table_load(config.source.dialect, d)  # refuses a column Spark cannot load

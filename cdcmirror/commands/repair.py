@@ -26,6 +26,7 @@ from cdcmirror.commands.initial_load import LoadedTable
 from cdcmirror.config import Config
 from cdcmirror.exceptions import ConfigError, ConnectorError, LeaseHeldError, NotLoadableError
 from cdcmirror.load.progress import TableProgress
+from cdcmirror.mirror.positions import observed_position
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.reconcile.canonical import NULL_MARK, SEPARATOR, RowShape
 from cdcmirror.reconcile.repair import (
@@ -96,8 +97,17 @@ def _reload(
     from cdcmirror.commands.reload import reload_table
 
     if method == AUTO:
-        rows = _estimated_rows(config, table)
-        if rows < config.bootstrap.initial_load_min_rows:
+        from cdcmirror.catalog import load_catalog
+        from cdcmirror.commands.job_tables import load_tables
+
+        t = load_tables(config, load_catalog(config), [table])[0]
+        if _estimated_rows(config, t) < config.bootstrap.initial_load_min_rows:
+            return None
+        if t.history:
+            progress(
+                "re-reading through Debezium instead of re-loading by Spark: the table keeps a "
+                "history, where only a re-read makes versions"
+            )
             return None
     try:
         report = reload_table(config, table, on_progress or _log_progress, progress)
@@ -110,13 +120,10 @@ def _reload(
     return RepairResult(done.identifier, None, None, 0, 0, RELOAD, done, report.start)
 
 
-def _estimated_rows(config: Config, table: str) -> int:
-    from cdcmirror.catalog import load_catalog
-    from cdcmirror.commands.job_tables import load_tables
+def _estimated_rows(config: Config, t: MirrorTable) -> int:
     from cdcmirror.source.connection import open_engine
     from cdcmirror.source.load_reads import estimated_rows
 
-    t = load_tables(config, load_catalog(config), [table])[0]
     engine = open_engine(config.source)
     try:
         return sum(estimated_rows(engine, config.source.dialect, [t.source]).values())
@@ -152,13 +159,15 @@ def _reread(
         removed = kept = 0
         if keys is not None and keys.extra:
             progress(f"{t.identifier}: checking {len(keys.extra)} key(s) found only in the mirror")
-            back = SourceReader(engine, dialect).present_keys(
-                t.source, shape, key_filter(dialect, shape, keys.extra)
-            )
+            reader = SourceReader(engine, dialect)
+            # read before the keys: a key added again after it is a change after it
+            at, at_us = reader.log_position()
+            back = reader.present_keys(t.source, shape, key_filter(dialect, shape, keys.extra))
             still_extra = [k for k in keys.extra if _text(shape, k) not in back]
             kept = len(keys.extra) - len(still_extra)
             keys.reread += [k for k in keys.extra if _text(shape, k) in back]
-            removed = _remove(config, t, shape, still_extra)
+            missing_since = observed_position(dialect, at), at_us
+            removed = _remove(config, t, shape, still_extra, missing_since)
         signal_id = None
         if keys is None or keys.reread:
             condition = key_filter(dialect, shape, keys.reread) if keys else None
@@ -214,9 +223,16 @@ def _text(shape: RowShape, key: dict[str, str]) -> str:
     return chr(SEPARATOR).join(key.get(c.name, chr(NULL_MARK)) for c in columns)
 
 
-def _remove(config: Config, table: MirrorTable, shape: RowShape, keys: list[dict[str, str]]) -> int:
+def _remove(
+    config: Config,
+    table: MirrorTable,
+    shape: RowShape,
+    keys: list[dict[str, str]],
+    missing_since: tuple[list[int], int],
+) -> int:
     """Delete the mirror rows of keys the source does not have (compare-and-delete), as the
-    mirror deletes: marked deleted (soft) or removed with a tombstone (hard)."""
+    mirror deletes: marked deleted (soft) or removed with a tombstone (hard); their history
+    versions ended at ``missing_since`` (position, epoch microseconds)."""
     if not keys:
         return 0
     from cdcmirror.commands.job_tables import internal_namespace
@@ -228,5 +244,5 @@ def _remove(config: Config, table: MirrorTable, shape: RowShape, keys: list[dict
     rows = mirror.positions(table.identifier, shape, key_filter("spark", shape, keys))
     soft = config.mirror.soft_deletes
     graves = TombstoneTables(internal_namespace(config))
-    mirror.delete_unchanged(table, shape, rows, soft, graves)
+    mirror.delete_unchanged(table, shape, rows, soft, graves, missing_since)
     return len(rows)

@@ -15,7 +15,7 @@ from typing import Any
 from cdcmirror.mirror.evolution import NEW_SCHEMA
 from cdcmirror.mirror.key_change import applied_count_sql, applied_deletes_sql
 from cdcmirror.mirror.key_range import bounds_exprs
-from cdcmirror.mirror.positions import behind_truncate_sql, source_length
+from cdcmirror.mirror.positions import behind_truncate_sql, reread_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import placeholder_sql
 from cdcmirror.mirror.toast_chain import key_change_with_placeholders
@@ -49,6 +49,7 @@ def aggregate_exprs(table: MirrorTable) -> list[str]:
         f"{applied_deletes_sql(table)} AS deletes",
         f"count_if({_CHANGE} AND _cdc_op IN ('c', 'r')) AS creates",
         f"count_if({_CHANGE} AND {placeholder_sql(table)}) AS placeholders",
+        f"count_if({_CHANGE} AND {reread_sql()}) AS rereads",
         f"to_json(min(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS oldest_position",
         f"to_json(max(IF({_CHANGE}, slice(_cdc_position, 1, {n}), NULL))) AS newest_position",
         *bounds_exprs(table),
@@ -74,6 +75,7 @@ class BatchAggregate:
     deletes: int = 0
     creates: int = 0  # creates and snapshot reads
     placeholders: int = 0  # changes with an unchanged TOAST placeholder
+    rereads: int = 0  # snapshot reads made while the table streams (``repair``)
     oldest_position: list[int] | None = None  # the source parts of the oldest change ...
     newest_position: list[int] | None = None  # ... and of the newest
     bounds: Mapping[str, object] = field(default_factory=dict)  # ``key_range.bounds_exprs``

@@ -19,6 +19,13 @@ change older than its key's newest version is never put in the middle of the cha
 mirror's position order brings every key's changes in order, so such a change was recorded
 already).
 
+A re-read of a row while the table streams (Debezium's incremental snapshot, which
+``cdcmirror repair`` asks for) makes a version marked ``repair`` only when its value differs
+from the key's version before it (``same_rereads_dropped_sql``): a repair shows where the
+mirror had it wrong, and a whole table read again adds nothing where it was right. A row
+repair removes (only in the mirror, not at the source) ends its version, deleted, at the
+source position repair read before it found the key missing (``removed_sql``).
+
 Unchanged-TOAST placeholders (PostgreSQL) take the value of the key's previous version:
 its earlier change in the batch, else its current version in the history; for the create
 half of a key change, the old key's newest version before it (``filled_sql``). A value
@@ -33,7 +40,7 @@ from cdcmirror.cdc_columns import IcebergColumn, placeholder_flag
 from cdcmirror.mirror.envelope import old_key_columns, q
 from cdcmirror.mirror.key_range import Bounds, range_sql
 from cdcmirror.mirror.merge_sql import keys_equal
-from cdcmirror.mirror.positions import newer, position_literal, source_length
+from cdcmirror.mirror.positions import newer, position_literal, reread_sql, source_length
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.mirror.toast import toastable
 from cdcmirror.sql_text import sql_string as sql_text
@@ -56,8 +63,11 @@ VALID_FROM_TS = IcebergColumn(
 VALID_TO_TS = IcebergColumn(
     "_cdc_valid_to_ts", "timestamptz", doc="commit time of _cdc_valid_to's change"
 )
+REPAIR = "repair"  # the ``_cdc_op`` of a version a re-read (``cdcmirror repair``) made
 OP = IcebergColumn(
-    "_cdc_op", "string", doc="the change that made this version: r (snapshot read), c, u"
+    "_cdc_op",
+    "string",
+    doc="the change that made this version: r (snapshot read), c, u, repair (a re-read)",
 )
 IS_CURRENT = IcebergColumn(
     "_cdc_is_current", "boolean", doc="true on the key's current version (the mirror's row)"
@@ -271,6 +281,72 @@ def unknown_sql(table: MirrorTable) -> str:
     return f"(_cdc_op <> 'd' AND ({' OR '.join(flags)}))"
 
 
+def _row_json(table: MirrorTable, alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    fields = ", ".join(f"{sql_text(c)}, {prefix}{q(c)}" for c in table.names)
+    return f"to_json(named_struct({fields}))"
+
+
+def same_rereads_dropped_sql(table: MirrorTable, filled: str, history: str, bounds: Bounds) -> str:
+    """``filled`` without the re-reads (``positions.reread_sql``) whose row equals the key's
+    version before them: its change before them in the batch (none after a delete), else
+    its current version in the history. Rows compared as JSON text, which compares any
+    column type."""
+    over = _PER_KEY.format(keys=_keys(table))
+    stepped = (
+        f"SELECT *, {_row_json(table)} AS _cdc_row, lag(IF(_cdc_op = 'd', NULL, "
+        f"{_row_json(table)})) OVER w AS _cdc_prev, row_number() OVER w AS _cdc_rn "
+        f"FROM {filled} WINDOW w AS ({over})"
+    )
+    current = (
+        f"SELECT {_keys(table, 'h')}, {_row_json(table, 'h')} AS _cdc_row FROM {history} h "
+        f"LEFT SEMI JOIN (SELECT DISTINCT {_keys(table)} FROM {filled} WHERE {reread_sql()}) b "
+        f"ON {keys_equal(table, 'h', 'b')} WHERE h._cdc_is_current AND {range_sql('h', bounds)}"
+    )
+    before = "IF(e._cdc_rn = 1, cur._cdc_row, e._cdc_prev)"
+    same = f"{reread_sql('e._cdc_op', 'e._cdc_position')} AND e._cdc_row = {before}"
+    return (
+        f"SELECT e.* EXCEPT (_cdc_row, _cdc_prev, _cdc_rn) FROM ({stepped}) e "
+        f"LEFT JOIN ({current}) cur ON {keys_equal(table, 'e', 'cur')} "
+        f"WHERE NOT coalesce({same}, false)"
+    )
+
+
+def removed_sql(
+    table: MirrorTable,
+    history: str,
+    key_text: str,
+    rows: dict[str, list[int]],
+    end: Sequence[int],
+    end_us: int,
+) -> str:
+    """End, deleted, at source position ``end`` (commit time ``end_us``, epoch
+    microseconds), the current version of each key of ``rows`` (key text, by ``key_text``
+    over the history's columns -> the mirrored row's position) that starts at or before
+    that row's position: the keys repair removes from the mirror because the source does
+    not have them. A version that starts later holds a change applied since, which wins.
+
+    >>> from cdcmirror.mirror.spec import MirrorColumn
+    >>> t = MirrorTable("n.t", "s.p.t", "postgresql", "p.t", ("id",), "upsert",
+    ...     (MirrorColumn("id", "long", "int64"),))
+    >>> removed_sql(t, "h", "CAST(id AS STRING)", {"7": [1, 5, 5, 0, 3]}, [1, 9, 9, -1, -1], 5)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "MERGE INTO h t USING (SELECT * FROM VALUES ('7', array(1L, 5L, 5L, 0L, 3L)) AS s(k, p)) s
+    ON t._cdc_is_current AND CAST(id AS STRING) = s.k
+    WHEN MATCHED AND NOT slice(t._cdc_valid_from, 1, 3) > slice(s.p, 1, 3)
+    THEN UPDATE SET _cdc_valid_to = array(1L, 9L, 9L, -1L, -1L),
+    _cdc_valid_to_ts = timestamp_micros(5), _cdc_is_current = false, _cdc_deleted = true"
+    """
+    values = ", ".join(f"({sql_text(k)}, {position_literal(p)})" for k, p in rows.items())
+    later = newer("t._cdc_valid_from", "s.p", source_length(table.dialect))
+    return (
+        f"MERGE INTO {history} t USING (SELECT * FROM VALUES {values} AS s(k, p)) s "
+        f"ON t._cdc_is_current AND {key_text} = s.k WHEN MATCHED AND NOT {later} "
+        f"THEN UPDATE SET _cdc_valid_to = {position_literal(end)}, _cdc_valid_to_ts = "
+        f"timestamp_micros({end_us}), _cdc_is_current = false, _cdc_deleted = true"
+    )
+
+
 def _first_after(truncates: Sequence[tuple[Sequence[int], int]], at: str) -> tuple[str, str]:
     """SQL: the position and commit time (epoch microseconds) of the first of the batch's
     ``truncates`` after position ``at``; NULL when none is."""
@@ -295,7 +371,8 @@ def versions_sql(
     read of ``filled``, ended by the key's next change or the batch's first TRUNCATE after
     it (``_cdc_mk_*`` NULL: inserted); then, for each key, a row that closes its current
     version (``_cdc_mk_*``: the key), carrying the key's first change of the batch as
-    ``_cdc_valid_from`` / ``_cdc_valid_from_ts`` / ``_cdc_op``. ``truncates``: the batch's
+    ``_cdc_valid_from`` / ``_cdc_valid_from_ts`` / ``_cdc_op``. A re-read's version is
+    marked ``repair``. ``truncates``: the batch's
     TRUNCATEs (position, commit time in epoch microseconds), in position order;
     ``unknown``: a change whose version is not written (``unknown_sql``), though it ends the
     version before it."""
@@ -313,7 +390,8 @@ def versions_sql(
         f"SELECT {names}, _cdc_position AS _cdc_valid_from, "
         f"IF({by_truncate}, _cdc_tp, _cdc_np) AS _cdc_valid_to, "
         "_cdc_source_ts AS _cdc_valid_from_ts, "
-        f"IF({by_truncate}, _cdc_tts, _cdc_nts) AS _cdc_valid_to_ts, _cdc_op, "
+        f"IF({by_truncate}, _cdc_tts, _cdc_nts) AS _cdc_valid_to_ts, "
+        f"IF({reread_sql()}, '{REPAIR}', _cdc_op) AS _cdc_op, "
         "(_cdc_np IS NULL AND _cdc_tp IS NULL) AS _cdc_is_current, "
         f"({by_truncate} OR coalesce(_cdc_nop = 'd', false)) AS _cdc_deleted, {nulls} "
         f"FROM stepped WHERE _cdc_op <> 'd' AND NOT {unknown}"
@@ -396,7 +474,7 @@ def current_differs_sql(table: MirrorTable, history: str, mirror: str) -> str:
     """Reconcile ``--deep``: the current versions that are not a live row of the mirror, and
     the live rows of the mirror that are no current version (rows compared as JSON text,
     which compares any column type)."""
-    row = f"to_json(named_struct({', '.join(f'{sql_text(c)}, {q(c)}' for c in table.names)}))"
+    row = _row_json(table)
     current = f"SELECT {row} AS r FROM {history} WHERE _cdc_is_current"
     live = f"SELECT {row} AS r FROM {mirror} WHERE NOT coalesce(_cdc_deleted, false)"
     return (

@@ -156,6 +156,27 @@ def loaded_position(dialect: str, start: tuple[int, ...]) -> list[int]:
     return [0, *dialects.of(dialect).loaded_source_order(start), *LOADED_KAFKA]
 
 
+def observed_position(dialect: str, at: tuple[int, ...]) -> list[int]:
+    """The position of something cdcmirror saw at the source itself, not through Debezium,
+    at its log position ``at`` (as ``loaded_position`` takes it): streamed phase, so it
+    orders among the changes streamed around it; no Kafka record.
+
+    >>> observed_position("postgresql", (5000,))
+    [1, 5000, 5000, -1, -1]
+    """
+    return [1, *dialects.of(dialect).loaded_source_order(at), *LOADED_KAFKA]
+
+
+def reread_sql(op: str = "_cdc_op", position: str = "_cdc_position") -> str:
+    """Spark SQL: a snapshot read made while the table streams (Debezium's incremental
+    snapshot, which ``cdcmirror repair`` asks for): a read of the streamed phase.
+
+    >>> reread_sql()
+    "(_cdc_op = 'r' AND element_at(_cdc_position, 1) = 1)"
+    """
+    return f"({op} = 'r' AND element_at({position}, 1) = 1)"
+
+
 def position_sql(dialect: str, p: str, in_reload: str | None = None) -> str:
     """An event's position (``_cdc_position``) from its Debezium payload ``p``: the phase
     (snapshot reads before streamed changes), the source's own order, then the Kafka

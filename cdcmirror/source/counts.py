@@ -43,6 +43,23 @@ class SourceReader:
         d = dialects.of(self.dialect)
         return d.position_text(self._rows(d.current_position_sql))
 
+    def log_position(self) -> tuple[tuple[int, ...], int]:
+        """The source's log position now, as the initial load takes one (PostgreSQL: the
+        WAL's LSN; MySQL/MariaDB: binlog file number and offset), and the source's clock
+        read after it (epoch microseconds): every transaction that commits later is after
+        both."""
+        from cdcmirror.mirror.positions import binlog_file_index
+        from cdcmirror.source.load_reads import binlog_position, lsn_number
+
+        if dialects.of(self.dialect).slot:
+            (lsn, us), *_ = self._rows(
+                "SELECT pg_current_wal_insert_lsn()::text, "
+                "CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS BIGINT)"
+            )
+            return (lsn_number(str(lsn)),), int(us)
+        file, offset, clock_ms = binlog_position(self.engine)
+        return (binlog_file_index(file), offset), clock_ms * 1000
+
     def bucket_sums(self, qualified: str, shape: RowShape, buckets: int) -> BucketSums:
         d = self.dialect
         sql = (

@@ -104,6 +104,7 @@ class MirrorTables:
         rows: dict[str, list[int]],
         soft: bool,
         tombstones: TombstoneTables,
+        missing_since: tuple[list[int], int],
     ) -> None:
         """Delete the rows of these keys as a delete the mirror applies would, each only
         while it still has the position read before (a change the mirror applied in between
@@ -111,11 +112,19 @@ class MirrorTables:
         recording its key and position as a tombstone, so that an older change of the key
         read again later (a replay, a lost checkpoint) is not written back. The row's own
         position is the newest the mirror knows of the key, and a delete the source makes
-        later is newer still."""
+        later is newer still. The table's history first ends each key's current version
+        that starts at or before that position, deleted, at ``missing_since`` (a source
+        position and its time in epoch microseconds, read before the source was found
+        without the key): a crash between the two leaves the row, which the repair run
+        again removes."""
         if not rows:
             return
         target = self._fresh(table.identifier)
         key = shape.key_text_sql("spark")
+        if table.history:
+            end, end_us = missing_since
+            history = self._fresh(table.history)
+            self.spark.sql(rules.removed_sql(table, history, key, rows, end, end_us))
         # the position compared as text: Iceberg cannot turn an array literal inside an OR
         # into a filter and refuses the statement
         cases = " OR ".join(

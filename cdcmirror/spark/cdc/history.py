@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 MAX_LINKS = 50  # key changes of one row in one batch followed back at most
-_STEPS = ("_hev", "_hguard", "_hcur", "_hlived", "_hfill")
+_STEPS = ("_hev", "_hguard", "_hcur", "_hlived", "_hfill", "_hsame")
 
 
 def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> DataFrame | None:
@@ -60,6 +60,11 @@ def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> 
                     return None
             filled = _filled(tb, events, target, agg, bounds, made)
             dead = _unknown(tb, filled) if filled != events else None
+            if agg.rereads:
+                spark.sql(
+                    rules.same_rereads_dropped_sql(table, filled, target, bounds)
+                ).createOrReplaceTempView(view + "_hsame")
+                filled = view + "_hsame"
             source = rules.versions_sql(table, filled, truncates, rules.unknown_sql(table))
             first = truncates[0] if truncates else None
             merge = rules.merge_sql(table, target, source, first, bounds)
