@@ -20,6 +20,11 @@ def jars_dir() -> Path:
     return cache_dir() / "jars"
 
 
+def jvm_dir() -> Path:
+    """The Spark driver JVM's class-data archives (``jvm/class_archive.py``)."""
+    return cache_dir() / "jvm"
+
+
 def stack_dir() -> Path:
     """State, data and logs of the local stack: ``$CDCMIRROR_STACK_DIR`` or the XDG state dir.
 

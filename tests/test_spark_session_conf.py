@@ -105,3 +105,33 @@ def test_the_local_file_system_is_left_out_where_it_does_not_apply(
     monkeypatch.setattr(local_fs, "built_jar", lambda root=None: None)  # no JDK: not built
     conf = session_conf(load_config(environ={}, cwd=tmp_path), "app")
     assert not {k for k in conf if ".file.impl" in k}, conf
+
+
+def test_a_local_session_maps_the_class_archive_made_for_its_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver JVM maps the class-data archive install made (``jvm/class_archive.py``)
+    only when one was made for exactly its jars; never under spark-submit, or when the
+    configuration sets the driver's Java options itself."""
+    from cdcmirror import paths
+    from cdcmirror.jvm import class_archive
+
+    monkeypatch.setattr(paths, "jvm_dir", lambda: tmp_path / "jvm")
+    config = load_config(environ={}, cwd=tmp_path)
+    key = class_archive.JAVA_OPTIONS
+    assert "SharedArchiveFile" not in session_conf(config, "app")[key]  # none made
+    path = class_archive.archive_path(session_conf(config, "app"))
+    assert path is not None and path.parent == tmp_path / "jvm"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    options = session_conf(config, "app")[key]
+    assert f"-XX:SharedArchiveFile={path} -Xshare:auto" in options
+    assert options.startswith("-Dderby.system.home=")  # the session's own option stays
+    other = load_config(environ={"CDCMIRROR_SPARK__JARS": "/j/a.jar"}, cwd=tmp_path)
+    assert "SharedArchiveFile" not in session_conf(other, "app")[key]  # made for other jars
+    assert key not in session_conf(config, "app", under_submit=True)
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "cdcmirror.toml").write_text(
+        '[spark.conf]\n"spark.driver.extraJavaOptions" = "-Dx=1"\n'
+    )
+    assert session_conf(load_config(environ={}, cwd=tmp_path / "own"), "app")[key] == "-Dx=1"

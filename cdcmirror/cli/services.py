@@ -81,7 +81,8 @@ def jars() -> None:
 def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
     """Download the jar groups (all by default) from Maven Central unless already cached;
     build cdcmirror's own JVM parts with the JDK (``jvm/java_parts.py``): the local file
-    system for Spark, the MariaDB UUID converter, the REST catalog's loopback launcher."""
+    system for Spark, the MariaDB UUID converter, the REST catalog's loopback launcher; make
+    the class-data archive Spark's driver JVM maps its classes from (``jvm/class_archive.py``)."""
     from cdcmirror.jvm.java_parts import PARTS
     from cdcmirror.jvm.local_fs import build_jar
     from cdcmirror.jvm.resolve import resolve_all
@@ -91,6 +92,9 @@ def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
         built = build_jar(progress=_say)
         if built is not None:
             result["local-fs"] = built.parent
+        archive = _class_archive()
+        if archive is not None:
+            result["class-archive"] = archive
     for part in PARTS:
         made = part.build(progress=_say) if part.classpath() is not None else None
         if made is not None:
@@ -100,6 +104,22 @@ def jars_resolve(ctx: click.Context, groups: tuple[str, ...]) -> None:
     else:
         for name, path in result.items():
             click.echo(f"{name:<20} {path}")
+
+
+def _class_archive() -> Path | None:
+    """The Spark driver JVM's class-data archive (``jvm/class_archive.py``), made for the
+    sessions of a configuration that names no jars of its own, in a scratch directory."""
+    import tempfile
+
+    from cdcmirror.config.catalog import ensure_embedded_catalog_dirs
+    from cdcmirror.config.load import load_config
+    from cdcmirror.jvm.class_archive import build
+    from cdcmirror.spark.session import session_conf
+
+    with tempfile.TemporaryDirectory(prefix="cdcmirror-archive-") as scratch:
+        config = load_config(environ={}, cwd=Path(scratch))
+        ensure_embedded_catalog_dirs(config)
+        return build(session_conf(config, "cdcmirror-class-archive"), _say)
 
 
 @jars.command("submit")

@@ -16,7 +16,7 @@ from cdcmirror.config.catalog import (
     spark_catalog_conf,
 )
 from cdcmirror.config.s3a import HADOOP_PREFIX, s3a_settings
-from cdcmirror.jvm import local_fs
+from cdcmirror.jvm import class_archive, local_fs
 from cdcmirror.jvm.manifest import load_manifest
 from cdcmirror.jvm.pyspark_jars import artifact_name, pyspark_jar_names
 from cdcmirror.jvm.resolve import group_jars
@@ -111,6 +111,11 @@ def session_conf(config: Config, app_name: str, under_submit: bool = False) -> d
     if under_submit:
         for key in LAUNCH_KEYS:
             conf.pop(key, None)
+    elif class_archive.JAVA_OPTIONS not in user:
+        # the classes of Spark, Iceberg and Kafka mapped from the archive install made
+        archived = class_archive.java_options(conf)
+        if archived:
+            conf[class_archive.JAVA_OPTIONS] += f" {archived}"
     return conf
 
 

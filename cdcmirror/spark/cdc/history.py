@@ -16,13 +16,20 @@ from cdcmirror.cdc_columns import placeholder_flag
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror import history as rules
 from cdcmirror.mirror.batch_aggregate import BatchAggregate
-from cdcmirror.mirror.high_water import is_fresh, raised, summary
+from cdcmirror.mirror.high_water import is_fresh, raised, recorded, summary
 from cdcmirror.mirror.key_range import Bounds, bounds_of
 from cdcmirror.mirror.positions import newer, position_literal, source_length
 from cdcmirror.mirror.toast import toastable
 from cdcmirror.spark.cdc.context import TableContext
 from cdcmirror.spark.dead_letters import joined_dead
-from cdcmirror.spark.iceberg import current_snapshot, recorded_mark, scanned_mark, with_commit_props
+from cdcmirror.spark.iceberg import (
+    current_snapshot,
+    iceberg_table,
+    recorded_mark,
+    scanned_mark,
+    snapshot_history,
+    with_commit_props,
+)
 from cdcmirror.spark.rows import first_value, one_row
 from cdcmirror.sql_text import as_of, q, spark_name, sql_string
 
@@ -81,8 +88,9 @@ def _seeded_mark(tb: TableContext, target: str) -> list[int] | None:
     from the mirrored table's rows as they stand (the batch's changes are not in them: the
     history goes first), its mark theirs."""
     spark = tb.spark
-    if current_snapshot(spark, target).id is not None:
-        return recorded_mark(spark, target)
+    history = iceberg_table(spark, target)  # loaded once: a catalog read each
+    if history.currentSnapshot() is not None:
+        return recorded(snapshot_history(history))
     read = current_snapshot(spark, tb.target)
     n = source_length(tb.table.dialect)
     mark = recorded_mark(spark, tb.target) if read.id is not None else []
