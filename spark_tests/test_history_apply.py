@@ -277,3 +277,20 @@ def test_rereads_make_a_repair_version_only_where_the_row_differed(
     apply(_read_again(later, {}), per_event)
     apply(reads + later)
     assert _versions(spark, table) == versions
+
+    # a TRUNCATE and, after it in the same batch, the rows read again as they were: each
+    # read makes a version (the TRUNCATE ended the one it equals)
+    _, after = split_at_truncate(data)
+    truncate = next(r for r in after if r["value"])
+    now = current()
+    wanted = _as_wanted(versions, table)
+    for key in now:
+        op, row, _ = wanted[key][-1]
+        wanted[key][-1] = (op, row, True)
+    names = {key: str(row["name"]) for key, row in now.items()}
+    reads = _read_again(_rereads([*before, truncate], set(now)), names)
+    for key in now.keys() & snapshot.keys():
+        assert {**snapshot[key], "name": names[key]} == now[key]  # read as it is
+        wanted[key].append(("repair", now[key], False))
+    apply([truncate, *reads])
+    check(wanted)

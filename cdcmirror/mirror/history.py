@@ -287,11 +287,18 @@ def _row_json(table: MirrorTable, alias: str = "") -> str:
     return f"to_json(named_struct({fields}))"
 
 
-def same_rereads_dropped_sql(table: MirrorTable, filled: str, history: str, bounds: Bounds) -> str:
+def same_rereads_dropped_sql(
+    table: MirrorTable,
+    filled: str,
+    history: str,
+    bounds: Bounds,
+    first_truncate: Sequence[int] | None = None,
+) -> str:
     """``filled`` without the re-reads (``positions.reread_sql``) whose row equals the key's
     version before them: its change before them in the batch (none after a delete), else
-    its current version in the history. Rows compared as JSON text, which compares any
-    column type."""
+    its current version in the history. A re-read after the batch's ``first_truncate``
+    (position) is kept: the TRUNCATE ended the version it equals. Rows compared as JSON
+    text, which compares any column type."""
     over = _PER_KEY.format(keys=_keys(table))
     stepped = (
         f"SELECT *, {_row_json(table)} AS _cdc_row, lag(IF(_cdc_op = 'd', NULL, "
@@ -305,6 +312,9 @@ def same_rereads_dropped_sql(table: MirrorTable, filled: str, history: str, boun
     )
     before = "IF(e._cdc_rn = 1, cur._cdc_row, e._cdc_prev)"
     same = f"{reread_sql('e._cdc_op', 'e._cdc_position')} AND e._cdc_row = {before}"
+    if first_truncate is not None:
+        n = source_length(table.dialect)
+        same += f" AND NOT {newer('e._cdc_position', position_literal(first_truncate), n)}"
     return (
         f"SELECT e.* EXCEPT (_cdc_row, _cdc_prev, _cdc_rn) FROM ({stepped}) e "
         f"LEFT JOIN ({current}) cur ON {keys_equal(table, 'e', 'cur')} "

@@ -67,13 +67,15 @@ def apply_history(tb: TableContext, decoded: DataFrame, agg: BatchAggregate) -> 
                     return None
             filled = _filled(tb, events, target, agg, bounds, made)
             dead = _unknown(tb, filled) if filled != events else None
+            first = truncates[0] if truncates else None
             if agg.rereads:
                 spark.sql(
-                    rules.same_rereads_dropped_sql(table, filled, target, bounds)
+                    rules.same_rereads_dropped_sql(
+                        table, filled, target, bounds, first[0] if first else None
+                    )
                 ).createOrReplaceTempView(view + "_hsame")
                 filled = view + "_hsame"
             source = rules.versions_sql(table, filled, truncates, rules.unknown_sql(table))
-            first = truncates[0] if truncates else None
             merge = rules.merge_sql(table, target, source, first, bounds)
             props = {**tb.props, **summary(raised(mark, agg.newest_position))}
             with_commit_props(spark, props, lambda: spark.sql(merge))
