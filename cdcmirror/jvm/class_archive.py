@@ -27,11 +27,9 @@ from pathlib import Path
 from cdcmirror import paths
 from cdcmirror.jvm.pyspark_jars import pyspark_jars_dir
 
-JARS, CLASS_PATH, JAVA_OPTIONS = (
-    "spark.jars",
-    "spark.driver.extraClassPath",
-    ("spark.driver.extraJavaOptions"),
-)
+JARS = "spark.jars"
+CLASS_PATH = "spark.driver.extraClassPath"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # The JVM's own log would print CDS warnings (a class it cannot archive, an archive it cannot
 # map) on standard output, where commands print their JSON: errors only, on standard error.
 _QUIET = "-Xlog:disable -Xlog:all=error:stderr"
