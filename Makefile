@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CLI    := $(BIN)/cdcmirror
 
-.PHONY: help install system-deps provision jars stack-up stack-down lint docs docs-build docs-check unit spark integration test test-full test-compat quickstart bench chaos fuzz clean
+.PHONY: help install system-deps provision jars stack-up stack-down lint docs docs-build docs-check unit spark integration test test-full test-compat quickstart bench bench-peers chaos fuzz clean
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -113,6 +113,10 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/stream_append.py 1000000 --avro --freshness 1,10,60
 	$(BIN)/python benchmarks/stream_decode.py 1000000
 	$(BIN)/python benchmarks/initial_load.py 1000000
+
+bench-peers: install ## cdcmirror beside Flink SQL into an Iceberg upsert table on the same Debezium topic (PyFlink and its jars from PyPI and Maven Central, installed on first use into ~/.cache/cdcmirror/peers): time to equality, read cost, replay; 100k and 1M events; needs provision + stack-up
+	$(BIN)/python benchmarks/peers/flink_peer.py 20000 80000 --checkpoints=2,10
+	$(BIN)/python benchmarks/peers/flink_peer.py 200000 800000 --checkpoints=2,10 --no-replay
 
 chaos: install ## faults at random times (kill -9 of the mirror, Connect, Kafka; source restarts; lost checkpoint; ...) while both sources change; CHAOS_FAULTS=N CHAOS_SEED=S; needs provision + stack-up
 	$(BIN)/python scripts/chaos.py
