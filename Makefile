@@ -88,7 +88,7 @@ test-compat: system-deps install provision stack-up ## the local Spark tests and
 quickstart: system-deps install provision stack-up ## the local demo end to end
 	$(BIN)/python scripts/quickstart.py
 
-bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 tables, mirror of 100k events (JSON and Avro), the JSON decode from whole values and from payloads, a PostgreSQL event's position, inserts, updates and a mixed batch of 100k beside plain MERGE, append and pyiceberg upsert, the fixed cost of a 100-event batch (updates alone, mixed, and beside 100 idle tables), history tables (a 100-event and a mixed 100k batch, an as-of read of 10M versions), a small MERGE against the table's snapshot count and against piled-up delete files (formats 2 and 3), scan before/after maintain, a classified batch against 1M tombstones kept and pruned, a 10k batch into tables of 100k and 3M rows, freshness under 200 tx/s at triggers of 1, 10 and 60 s and the plain MERGEs' floor under it, an event stream of 1M events (JSON and Avro) and its decode, the initial load and the re-load of 1M rows; figures in benchmarks/RESULTS.md
+bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 tables, mirror of 100k events (JSON and Avro), the JSON decode from whole values and from payloads, a PostgreSQL event's position, inserts, updates and a mixed batch of 100k beside plain MERGE, append and pyiceberg upsert, the fixed cost of a 100-event batch (updates alone, mixed, beside 100 idle tables, and 100 busy tables beside 100 idle), history tables (a 100-event and a mixed 100k batch, an as-of read of 10M versions), a small MERGE against the table's snapshot count and against piled-up delete files (formats 2 and 3), scan before/after maintain, a classified batch against 1M tombstones kept and pruned, a 10k batch into tables of 100k and 3M rows, freshness under 200 tx/s at triggers of 1, 10 and 60 s and the plain MERGEs' floor under it, an event stream of 1M events (JSON and Avro) and its decode, the initial load and the re-load of 1M rows; figures in benchmarks/RESULTS.md
 	$(BIN)/python benchmarks/bootstrap_tables.py 200
 	$(BIN)/python benchmarks/mirror_batch.py 100000 json,avro
 	$(BIN)/python benchmarks/json_decode.py 200000
@@ -98,6 +98,7 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/mixed_batch.py 100000 1 --warmup=3 --format=avro
 	$(BIN)/python benchmarks/small_batch.py 40 100
 	$(BIN)/python benchmarks/small_batch.py 12 100 --idle=100
+	$(BIN)/python benchmarks/small_batch.py 6 100 --busy=100 --idle=100
 	$(BIN)/python benchmarks/small_batch.py 30 100 --mixed
 	$(BIN)/python benchmarks/small_batch.py 30 100 --mixed --history
 	$(BIN)/python benchmarks/mixed_batch.py 100000 1 --warmup=2 --history

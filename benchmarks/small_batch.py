@@ -29,6 +29,11 @@ compare a batch's cost with and without it.
 their snapshot (issue 17: a batch of 100 events ≤ 1.5 s with 100 idle tables and one busy).
 ``--mixed``: each round's transaction updates 60 % of its B rows, deletes 20 % and inserts
 20 % new ones (the plain MERGE then deletes, updates and inserts as many).
+``--busy=K``: K busy tables, not one (issue 72: 100 busy beside 100 idle in ≤ 15 s a batch):
+``items`` and K - 1 tables ``busy_NNN`` of 1,000 rows, each round's transaction changing B
+rows of each (``items`` as above, the others updated), so that a batch holds K * B events;
+a round's seconds are its batches' (a round split over two batches counts both), its phases
+and Spark jobs the sums over its tables.
 """
 
 from __future__ import annotations
@@ -52,16 +57,20 @@ from support.mirror_env import MirrorJob
 from support.mirror_fixture import bootstrap, make_config
 
 ROWS = 10_000
+BUSY_ROWS = 1_000  # each busy table beside ``items``
 COLUMNS = "id bigint PRIMARY KEY, a integer, c text, e timestamptz"
 FILL = "SELECT i, 0, md5(i::text), now() FROM generate_series(1, {n}) i"
 
 
-def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
+def main(rounds: int, size: int, idle: int = 0, mixed: bool = False, busy: int = 1) -> None:
     schema = services.unique("benchs")
     with services.pg_connect() as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
         conn.execute(f"INSERT INTO {schema}.items {FILL.format(n=ROWS)}")
+        for i in range(busy - 1):  # changed in every round beside it
+            conn.execute(f"CREATE TABLE {schema}.busy_{i:03d} ({COLUMNS})")
+            conn.execute(f"INSERT INTO {schema}.busy_{i:03d} {FILL.format(n=BUSY_ROWS)}")
         for i in range(idle):  # mirrored beside it, never written after their snapshot
             conn.execute(f"CREATE TABLE {schema}.idle_{i:03d} (id bigint PRIMARY KEY, v text)")
             conn.execute(f"INSERT INTO {schema}.idle_{i:03d} VALUES (1, 'x')")
@@ -98,7 +107,7 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
             config, "1 seconds", {"CDCMIRROR_LOG_LEVEL": "INFO"}, keep_log=work / "job.log"
         )
         try:
-            batches = _rounds(job, schema, rounds, size, 1 + idle, mixed)
+            batches = _rounds(job, schema, rounds, size, busy + idle, mixed, busy)
         finally:
             job.stop()
         # twice as many rounds, the second half counted: a fresh JVM warms up over ~10
@@ -110,10 +119,10 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False) -> None:
         _tag_lags((work / "job.log").read_text(errors="replace"))
     # the first batches run while the JVM compiles its hot code: left out when there are many
     warm = batches[3:] if len(batches) > 5 else batches[1:] or batches
-    _report(warm, "warm", size, plain, idle, mixed)
+    _report(warm, "warm", size, plain, idle, mixed, busy)
     if len(batches) >= 12:  # the JVM still gets faster for tens of batches
         steady = batches[-(len(batches) // 3) :]
-        _report(steady, "last", size, plain, idle, mixed)
+        _report(steady, "last", size, plain, idle, mixed, busy)
 
 
 def _plain_merges(
@@ -195,25 +204,33 @@ def _plain_changes(
 
 
 def _rounds(
-    job: MirrorJob, schema: str, rounds: int, size: int, tables: int, mixed: bool = False
+    job: MirrorJob,
+    schema: str,
+    rounds: int,
+    size: int,
+    tables: int,
+    mixed: bool = False,
+    busy: int = 1,
 ) -> list[dict[str, Any]]:
-    """Each round's batch line, with the batch's seconds as ``batch_seconds``."""
+    """Each round's batch line (its tables' lines summed when several tables are busy),
+    with its batches' seconds as ``batch_seconds``."""
     live = list(range(1, ROWS + 1))
     rnd = random.Random(20261204)
     next_id = ROWS + 1
     _wait_for_lines(job, tables, 300 + 5 * tables)  # each table's snapshot
     time.sleep(5)  # a snapshot read in more than one batch: its lines all counted
-    snapshot = len(_batch_lines(job.log.read_text(errors="replace")))
     out: list[dict[str, Any]] = []
     for r in range(rounds):
+        seen = len(_batch_lines(job.log.read_text(errors="replace")))
         start = 1 + (r * size) % (ROWS - size)
-        with services.pg_connect() as conn:
+        # the round's changes of every busy table in one transaction
+        with services.pg_connect() as conn, conn.transaction():
             if not mixed:
                 conn.execute(
                     f"UPDATE {schema}.items SET a = {r + 1} "
                     f"WHERE id BETWEEN {start} AND {start + size - 1}"
                 )
-            else:  # 60 % updates, 20 % deletes, 20 % inserts, in one transaction
+            else:  # 60 % updates, 20 % deletes, 20 % inserts
                 fifth = size // 5
                 picked = rnd.sample(range(len(live)), size - fifth)
                 gone = {live[i] for i in picked[:fifth]}
@@ -222,21 +239,46 @@ def _rounds(
                 added = list(range(next_id, next_id + fifth))
                 next_id += fifth
                 live += added
-                with conn.transaction():
-                    conn.execute(
-                        f"UPDATE {schema}.items SET a = {r + 1} WHERE id = ANY(%s)", (changed,)
-                    )
-                    conn.execute(f"DELETE FROM {schema}.items WHERE id = ANY(%s)", (list(gone),))
-                    conn.execute(
-                        f"INSERT INTO {schema}.items SELECT i, {r + 1}, md5(i::text), now() "
-                        "FROM unnest(%s::bigint[]) i",
-                        (added,),
-                    )
-        lines = _wait_for_lines(job, snapshot + r + 1)
-        out.append(lines[-1])
-        print(f"round {r}: {json.dumps(lines[-1])}", flush=True)
+                conn.execute(
+                    f"UPDATE {schema}.items SET a = {r + 1} WHERE id = ANY(%s)", (changed,)
+                )
+                conn.execute(f"DELETE FROM {schema}.items WHERE id = ANY(%s)", (list(gone),))
+                conn.execute(
+                    f"INSERT INTO {schema}.items SELECT i, {r + 1}, md5(i::text), now() "
+                    "FROM unnest(%s::bigint[]) i",
+                    (added,),
+                )
+            other = 1 + (r * size) % (BUSY_ROWS - size)
+            for i in range(busy - 1):
+                conn.execute(
+                    f"UPDATE {schema}.busy_{i:03d} SET a = {r + 1} "
+                    f"WHERE id BETWEEN {other} AND {other + size - 1}"
+                )
+        lines = _wait_for_lines(job, seen + busy)
+        out.append(_summed(lines[seen : seen + busy]))
+        print(f"round {r}: {json.dumps(out[-1])}", flush=True)
         time.sleep(2)
     return out
+
+
+def _summed(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One round's tables' batch lines as one: its batches' seconds, its tables' work."""
+    if len(lines) == 1:
+        return lines[0]
+    batches = {line["batch"]: line["batch_seconds"] for line in lines}
+    phases: dict[str, float] = {}
+    for line in lines:
+        for phase, seconds in line["phase_seconds"].items():
+            phases[phase] = round(phases.get(phase, 0.0) + seconds, 3)
+    return {
+        "batches": sorted(batches),
+        "tables": len(lines),
+        "events": sum(line["events"] for line in lines),
+        "batch_seconds": round(sum(batches.values()), 3),
+        "table_seconds": round(sum(line["table_seconds"] for line in lines), 3),
+        "spark_jobs": sum(line["spark_jobs"] for line in lines),
+        "phase_seconds": phases,
+    }
 
 
 def _wait_for_lines(job: MirrorJob, count: int, timeout: float = 300) -> list[dict[str, Any]]:
@@ -293,6 +335,7 @@ def _report(
     plain: dict[str, float],
     idle: int,
     mixed: bool,
+    busy: int = 1,
 ) -> None:
     def median(f: Any) -> float:
         return float(statistics.median(f(b) for b in batches))
@@ -306,9 +349,11 @@ def _report(
     jobs = median(lambda b: b["spark_jobs"])
     print(
         f"a batch of {size} {'mixed changes' if mixed else 'updates'} into {ROWS:,} rows"
+        + (f" and {size} updates into each of {busy - 1} more busy tables" if busy > 1 else "")
         + (f" beside {idle} idle tables" if idle else "")
         + f", median of {len(batches)} {label} "
         f"batches: {total:.2f}s (the table's work {table:.2f}s: {parts}); {jobs:.0f} Spark jobs"
+        + (f"; {total / busy:.2f}s per busy table" if busy > 1 else "")
     )
     for kind, seconds in plain.items():
         print(
@@ -321,10 +366,12 @@ def _report(
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     idle = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--idle=")]
+    busy = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--busy=")]
     with services.forgetting_made():
         main(
             int(args[0]) if args else 40,
             int(args[1]) if len(args) > 1 else 100,
             idle[0] if idle else 0,
             "--mixed" in sys.argv[1:],
+            busy[0] if busy else 1,
         )

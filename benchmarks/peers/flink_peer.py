@@ -106,7 +106,7 @@ def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
             time_to_equality(spark, run, source)
         report(runs, rows, changes)
         read_costs(spark, runs)
-        if replay:
+        if replay and checkpoints:
             replay_round(spark, peer, env, work, topic, runs, checkpoints[0], source)
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
@@ -440,6 +440,6 @@ if __name__ == "__main__":
         main(
             int(args[0]) if args else 20_000,
             int(args[1]) if len(args) > 1 else 80_000,
-            [int(s) for s in every.split(",")],
+            [int(s) for s in every.split(",") if s],  # none: cdcmirror alone
             "--no-replay" not in sys.argv,
         )
