@@ -131,14 +131,15 @@ def write_changes(schema: str, rows: int, changes: int) -> None:
         for _ in range(changes // (TX_INSERTS + TX_UPDATES + TX_DELETES)):
             updated = rng.sample(range(lo + TX_DELETES, hi), TX_UPDATES)
             with conn.transaction():
-                conn.execute(f"INSERT INTO {schema}.items {ROW.format(lo=hi, hi=hi + 19)}")
+                new = ROW.format(lo=hi, hi=hi + TX_INSERTS - 1)
+                conn.execute(f"INSERT INTO {schema}.items {new}")
                 conn.execute(
                     f"UPDATE {schema}.items SET a = a + 1, c = md5(c), e = now(), k = k + 0.5 "
                     f"WHERE id = ANY(%s)",
                     (updated,),
                 )
                 conn.execute(
-                    f"DELETE FROM {schema}.items WHERE id >= %s AND id < %s", (lo, lo + 20)
+                    f"DELETE FROM {schema}.items WHERE id >= %s AND id < %s", (lo, lo + TX_DELETES)
                 )
             lo, hi = lo + TX_DELETES, hi + TX_INSERTS
 
@@ -172,27 +173,27 @@ def run_flink(
     warehouse.mkdir(exist_ok=True)
     end = end_offsets(topic, data=True)
     job = Path(__file__).with_name("flink_job.py")
-    log = (warehouse / "job.log").open("a")
     run = Run(f"Flink, {seconds} s checkpoints", f"peer{seconds}.db.items", time.time())
-    proc = subprocess.Popen(
-        [
-            str(peer.python),
-            str(job),
-            f"--topic={topic}",
-            f"--group={group}",
-            f"--warehouse={warehouse}",
-            f"--checkpoint-ms={seconds * 1000}",
-            "--jars=" + ";".join(str(j) for j in peer.jars),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={
-            **os.environ,
-            "HADOOP_CLASSPATH": ":".join(str(j) for j in peer.hadoop),
-            "FLINK_LOG_DIR": str(warehouse / "log"),
-        },
-        start_new_session=True,
-    )
+    with (warehouse / "job.log").open("a") as log:
+        proc = subprocess.Popen(
+            [
+                str(peer.python),
+                str(job),
+                f"--topic={topic}",
+                f"--group={group}",
+                f"--warehouse={warehouse}",
+                f"--checkpoint-ms={seconds * 1000}",
+                "--jars=" + ";".join(str(j) for j in peer.jars),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={
+                **os.environ,
+                "HADOOP_CLASSPATH": ":".join(str(j) for j in peer.hadoop),
+                "FLINK_LOG_DIR": str(warehouse / "log"),
+            },
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 1800
         while committed(topic, group, end) < sum(end.values()):
