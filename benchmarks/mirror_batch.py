@@ -45,6 +45,15 @@ FILL = (
 )
 
 
+def fill_between(start: int, end: int) -> str:
+    """The SELECT that makes the source rows of keys ``start``..``end`` (``FILL``'s rows).
+
+    >>> "generate_series(5, 9)" in fill_between(5, 9)
+    True
+    """
+    return FILL.format(n=end).replace("generate_series(1,", f"generate_series({start},")
+
+
 class BatchLines(logging.Handler):
     def __init__(self) -> None:
         super().__init__()

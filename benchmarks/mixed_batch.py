@@ -71,7 +71,7 @@ from benchmarks.bounds import effect, plain_merge, pyiceberg_upsert, read_and_pa
 from benchmarks.copies import copy_like
 from benchmarks.decode_steps import decode_steps
 from benchmarks.event_timeline import event_log_conf
-from benchmarks.mirror_batch import FILL, BatchLines, create_source, wait_for_events
+from benchmarks.mirror_batch import BatchLines, create_source, fill_between, wait_for_events
 from cdcmirror.checkpoint_store import SCHEMAS_FILE, checkpoint_files
 from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.commands.mirror import mirror
@@ -81,15 +81,6 @@ from support import services
 from support.bootstrap_env import write_config
 
 NAMES = ("id", "a", "b", "c", "d", "e", "f", "g", "h", "k")
-
-
-def fill_between(start: int, end: int) -> str:
-    """The SELECT that makes the source rows of keys ``start``..``end`` (``FILL``'s rows).
-
-    >>> "generate_series(5, 9)" in fill_between(5, 9)
-    True
-    """
-    return FILL.format(n=end).replace("generate_series(1,", f"generate_series({start},")
 
 
 def mixed_statements(schema: str, n: int) -> list[str]:

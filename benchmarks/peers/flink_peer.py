@@ -47,18 +47,11 @@ from typing import Any
 
 from flink_setup import FlinkPeer, setup
 
+from benchmarks.mirror_batch import create_source, fill_between
 from cdcmirror.commands.bootstrap import bootstrap
 from cdcmirror.config import Config, load_config
 from support import services
 
-COLUMNS = (
-    "id bigint PRIMARY KEY, a integer, b numeric(12,2), c text, d varchar(40), e timestamptz, "
-    "f timestamp, g date, h boolean, k double precision"
-)
-ROW = (
-    "SELECT i, i % 1000, i / 7.0, md5(i::text), 'v' || i, now(), now()::timestamp, "
-    "current_date, i % 2 = 0, i * 1.5 FROM generate_series({lo}, {hi}) i"
-)
 TX_INSERTS, TX_UPDATES, TX_DELETES = 20, 60, 20
 MICROS = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 
@@ -79,7 +72,9 @@ class Run:
 def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
     peer = setup()
     work = Path(tempfile.mkdtemp(prefix="cdcmirror-peers-"))  # kept when a run fails: its logs
-    schema = services.unique("peer")
+    schema = create_source("peer", rows)
+    with services.pg_connect() as conn:  # the before images Flink's debezium-json needs
+        conn.execute(f"ALTER TABLE {schema}.items REPLICA IDENTITY FULL")
     topic = f"{schema}.{schema}.items"
     env = {
         **services.schema_source_env(schema),
@@ -88,7 +83,6 @@ def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
         "CDCMIRROR_BOOTSTRAP__INITIAL_LOAD": "debezium",
     }
     config = load_config(environ=env, cwd=work)
-    create_source(schema, rows)
     try:
         bootstrap(config)
         services.wait_topic_quiet(topic)
@@ -113,15 +107,6 @@ def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
     shutil.rmtree(work)
 
 
-def create_source(schema: str, rows: int) -> None:
-    with services.pg_connect() as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        conn.execute(f"CREATE TABLE {schema}.items ({COLUMNS})")
-        conn.execute(f"ALTER TABLE {schema}.items REPLICA IDENTITY FULL")
-        conn.execute(f"INSERT INTO {schema}.items {ROW.format(lo=1, hi=rows)}")
-        services.publish_schema(conn, schema)
-
-
 def write_changes(schema: str, rows: int, changes: int) -> None:
     """Transactions of 100 changes: 20 new keys inserted, 20 oldest deleted, 60 others
     updated; the live keys stay ``rows`` many, ``[lo, hi)``."""
@@ -131,7 +116,7 @@ def write_changes(schema: str, rows: int, changes: int) -> None:
         for _ in range(changes // (TX_INSERTS + TX_UPDATES + TX_DELETES)):
             updated = rng.sample(range(lo + TX_DELETES, hi), TX_UPDATES)
             with conn.transaction():
-                new = ROW.format(lo=hi, hi=hi + TX_INSERTS - 1)
+                new = fill_between(hi, hi + TX_INSERTS - 1)
                 conn.execute(f"INSERT INTO {schema}.items {new}")
                 conn.execute(
                     f"UPDATE {schema}.items SET a = a + 1, c = md5(c), e = now(), k = k + 0.5 "

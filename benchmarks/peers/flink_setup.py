@@ -13,7 +13,6 @@ Hadoop 3.4.1 client Iceberg 1.11 is built against.
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 import venv
 from dataclasses import dataclass
@@ -103,4 +102,3 @@ def pyflink_lib(python: Path) -> Path:
 if __name__ == "__main__":
     peer = setup()
     print(f"python: {peer.python}", *(f"jar: {j}" for j in peer.jars + peer.hadoop), sep="\n")
-    sys.exit(0)
