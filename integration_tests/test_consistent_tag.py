@@ -298,7 +298,13 @@ def _until_tagged_is_source(job: MirrorJob, reader: Reader, source: Source) -> N
         reader.check()
         if reader.tagged() == expected:
             return
-        assert time.monotonic() < deadline, "the tagged state never reached the source's"
+        if time.monotonic() >= deadline:
+            log = job.log.read_text(errors="replace").splitlines()
+            lines = [line for line in log if "consistent tag" in line]
+            raise AssertionError(
+                "the tagged state never reached the source's; the job's last tag lines:\n"
+                + "\n".join(lines[-15:])
+            )
         time.sleep(1)
 
 
