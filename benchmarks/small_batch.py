@@ -22,6 +22,8 @@ the provisioned PostgreSQL and the stack (`make provision stack-up`).
 batch's cost with and without it.
 ``--consistent-tag``: the job keeps the consistent tag (``mirror.consistent_tag``), to
 compare a batch's cost with and without it.
+``--avro``: the connector writes Avro through the schema registry (JSON with schemas by
+default).
 
     .venv/bin/python benchmarks/small_batch.py [ROUNDS] [B] [--idle=N]   # default 40 of 100
 
@@ -99,6 +101,7 @@ def main(rounds: int, size: int, idle: int = 0, mixed: bool = False, busy: int =
         f"{schema}.*",
         services.TEST_DATABASE,
         bootstrap={"initial_load": "debezium"},
+        kafka_format="avro" if "--avro" in sys.argv[1:] else "json",
         **extra,
     )
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from cdcmirror.mirror.consistent_point import Point
 from cdcmirror.mirror.transaction_metadata import UNMARKED, change_ddl, changes_sql
+from cdcmirror.spark.consistent import parsed_changes
 from cdcmirror.spark.iceberg import iceberg_table, publish_point, published_point
 from cdcmirror.spark.maintenance.expiry import cap_table, snapshot_count
 from cdcmirror.spark.rows import first_value
@@ -102,3 +103,61 @@ def test_the_batch_transaction_runs_as_the_proof_reads_them(spark_world: SparkWo
             ("m.s.u", UNMARKED, 0, 0, (1, 100, 140)),
         ]
     )
+
+
+def _envelope(op: str, lsn: int, after: dict[str, Any] | None, schemas: bool) -> str:
+    """A Debezium envelope as the JSON converter writes it (compact, members in Debezium's
+    order), with a schema part before the payload when ``schemas``."""
+    payload = {
+        "before": None,
+        "after": after,
+        "source": {"lsn": lsn, "sequence": json.dumps(["100", str(lsn)]), "snapshot": "false"},
+        "transaction": {"id": f"5:{lsn}", "total_order": 1, "data_collection_order": 1},
+        "op": op,
+        "ts_ms": 1,
+    }
+    # a schema part that names a "source" member of its own, as a Connect parameter could
+    schema = {"type": "struct", "parameters": {"source": "x"}, "fields": [{"field": "source"}]}
+    value = {"schema": schema, "payload": payload} if schemas else payload
+    return json.dumps(value, separators=(",", ":"))
+
+
+def test_the_proof_parses_each_change_from_its_source_block(spark_world: SparkWorld) -> None:
+    """``consistent.parsed_changes``: the source and transaction blocks and the op, parsed
+    from the text after the envelope's last ``,"source":``, are those of the whole value:
+    with and without the converter's schema, beside a row column named ``source`` (a
+    string with quotes in it, and an object), and a value that is no envelope (parsed
+    whole: no op, counted nowhere)."""
+    from pyspark.sql import functions as F
+
+    spark = spark_world.spark
+    for schemas in (True, False):
+        afters = [
+            {"id": 1, "source": 'say ,"source":{"lsn":1}'},  # quotes escaped in the text
+            {"id": 2, "source": {"lsn": 7, "op": "d"}},  # an object member of that name
+            None,  # a delete's
+        ]
+        changes = enumerate(zip("cud", afters, strict=True))
+        values = [_envelope(op, 200 + i, a, schemas) for i, (op, a) in changes]
+        values.append('{"payload":{"op":"u"},"note":"no source block"}')  # no envelope
+        values.append('{"op": "u", "source": {"lsn": 9}}')  # spaced: parsed whole
+        records = [("m.s.t", 0, i, v) for i, v in enumerate(values)]
+        frame = spark.createDataFrame(
+            records, "topic string, partition int, offset long, value string"
+        )
+        texts = frame.withColumn("_text", F.col("value"))
+        got = parsed_changes(texts, "postgresql", schemas)
+        whole = texts.withColumn("e", F.from_json("_text", change_ddl("postgresql", schemas)))
+        p = "e.payload" if schemas else "e"
+        parts = [f"{p}.op", f"{p}.source.lsn", f"{p}.transaction.id"]
+        rows = got.orderBy("offset").selectExpr(*parts).collect()
+        expected = whole.orderBy("offset").selectExpr(*parts).collect()
+        assert [tuple(r) for r in rows] == [tuple(r) for r in expected]
+        assert [tuple(r) for r in rows[:3]] == [
+            ("c", 200, "5:200"),
+            ("u", 201, "5:201"),
+            ("d", 202, "5:202"),
+        ]
+        # the first three parsed from their tails, not whole
+        tails = got.orderBy("offset").selectExpr(f"_tail{p[1:]}.op").collect()
+        assert [r[0] for r in tails[:3]] == ["c", "u", "d"]

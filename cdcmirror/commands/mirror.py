@@ -149,13 +149,15 @@ def consistent_tag(
     from cdcmirror.checkpoint_store import ConsistentLedgers
     from cdcmirror.mirror.transaction_metadata import transaction_topic
     from cdcmirror.spark.consistent import ConsistentTag
+    from cdcmirror.stack.health import records_from
 
+    kafka = client_conf(config)
     return ConsistentTag(
         tag,
         config.source.dialect,
         config.kafka.with_schemas,
         transaction_topic(config.source.name),
-        spark_options(config),
+        lambda topic, start: records_from(kafka, topic, start),
         ConsistentLedgers(files),
         tables,
         registry,

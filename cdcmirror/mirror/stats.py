@@ -9,9 +9,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-PHASES = ("decode", "history", "truncate", "dedupe_classify", "counts", "merge", "tombstones")
+PHASES = (
+    "decode",
+    "point",
+    "history",
+    "truncate",
+    "dedupe_classify",
+    "counts",
+    "merge",
+    "tombstones",
+)
 """The phases of applying one table's batch, in order, as ``phase_seconds`` names them:
 ``decode`` (the JSON/Avro decode and one aggregate over it: counts, bounds, truncates),
+``point`` (with the consistent tag: the wait for the batch's proof, made beside the decode,
+``spark/consistent.py``),
 ``history`` (the batch's versions into the table's history table, ``mirror/history.py``),
 ``dedupe_classify`` (newest event per key, joined with the stored positions), ``counts``
 (the classified actions counted; in a batch MERGEd without a classification, its deletes of

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from cdcmirror import dialects
 from cdcmirror.mirror.consistent_point import Applied, Batch, TxEnd
 from cdcmirror.mirror.positions import position_sql, source_length
+from cdcmirror.sql_text import sql_string
 
 TRANSACTION_TOPIC = "transaction"  # Debezium's ``topic.transaction`` default
 UNMARKED = "\u0000unmarked"  # the transaction of a streamed change that names none
@@ -55,6 +56,42 @@ def change_ddl(dialect: str, schemas: bool) -> str:
         "transaction STRUCT<id STRING, data_collection_order BIGINT>"
     )
     return f"payload STRUCT<{body}>" if schemas else body
+
+
+SOURCE_MARK = ',"source":'
+
+
+def change_tail_sql(text: str, schemas: bool) -> str:
+    """Per change event's JSON ``text`` (a SQL expression): the part of it the proof parses
+    with :func:`change_ddl`, from the envelope's source block on. Debezium writes the
+    envelope's members in the order before, after, source, transaction, op, ts_ms (the
+    Avro reads keep it), and the JSON converter escapes every quote inside a string, so
+    ``,"source":`` appears unescaped only before a member's value, and its last appearance
+    is the envelope's own: the members after it name no ``source``, the row images before
+    it may (a column of that name), as may the schema part before the payload. The text from
+    there on (the source and transaction blocks, the op, the closing braces) is a few
+    hundred bytes, where the value with its schema is kilobytes; parsed, it gives the same
+    parts as the whole value. A value that is not such an envelope parses without an op:
+    the caller parses it whole (:func:`change_sql`).
+
+    >>> print(change_tail_sql("t", False))
+    concat('{"source":', substring_index(t, ',"source":', -1))
+    """
+    head = '{"payload":{"source":' if schemas else '{"source":'
+    return f"concat({sql_string(head)}, substring_index({text}, {sql_string(SOURCE_MARK)}, -1))"
+
+
+def change_sql(tail: str, text: str, dialect: str, schemas: bool) -> str:
+    """Per change event: its parts as :func:`change_ddl` reads them, from ``tail`` (a column
+    holding ``from_json`` of :func:`change_tail_sql`) when that found the op, else from the
+    whole ``text``.
+
+    >>> print(change_sql("c", "t", "mysql", False))  # doctest: +ELLIPSIS
+    CASE WHEN c.op IS NOT NULL THEN c ELSE from_json(t, 'op STRING, ...') END
+    """
+    op = f"{tail}.payload.op" if schemas else f"{tail}.op"
+    whole = f"from_json({text}, {sql_string(change_ddl(dialect, schemas))})"
+    return f"CASE WHEN {op} IS NOT NULL THEN {tail} ELSE {whole} END"
 
 
 def changes_sql(view: str, dialect: str, schemas: bool) -> str:

@@ -1,8 +1,10 @@
 """A source's consistent point, batch by batch (DESIGN.md, "A consistent database"; the proof
-is ``mirror/consistent_point.py``): before the tables apply, the batch's transaction records
-and change orders are read and the point advanced (:meth:`ConsistentTag.prove`); the tables
-whose batch goes past the new point apply it in two commits (``spark/cdc/table.py``); after
-them every mirrored table's tag moves to its snapshot at the point (:meth:`publish`).
+is ``mirror/consistent_point.py``): while the tables read and decode their events, the batch's
+transaction records and change orders are read and the point advanced on a thread of its own
+(:meth:`ConsistentTag.prove`, :class:`PendingProof`); each table waits for it before its first
+commit, and one whose batch goes past the new point applies it in two commits
+(``spark/cdc/table.py``); after them every mirrored table's tag moves to its snapshot at the
+point (:meth:`publish`).
 
 The ledger the proof carries from batch to batch is kept beside the streaming checkpoint,
 one file per batch (``LedgerStore``): a batch run again starts from the ledger of the batch
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from cdcmirror.mirror.avro import WriterSchemas
@@ -35,18 +39,25 @@ from cdcmirror.mirror.transaction_metadata import (
     Published,
     batch_of,
     change_ddl,
+    change_sql,
+    change_tail_sql,
     changes_sql,
     past_point,
 )
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.iceberg import empty_snapshot, publish_point, snapshot_and_mark
-from cdcmirror.spark.kafka import read_topic_from
 from cdcmirror.sql_text import spark_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger("cdcmirror.mirror")
+
+
+TransactionReader = Callable[[str, int], tuple[list[tuple[int, bytes | None]], int]]
+"""How the proof reads the transaction topic: its records from an offset to its end now, as
+(offset, value), and the offset after them (``stack/health.records_from``, the job's Kafka
+client): a few records a batch, read without a Spark job."""
 
 
 class LedgerStore(Protocol):
@@ -75,6 +86,70 @@ class Proof:
         return point.position
 
 
+def parsed_changes(texts: DataFrame, dialect: str, schemas: bool, tail: bool = True) -> DataFrame:
+    """Kafka records with ``_text``, each value as JSON text, and ``e``: the parts of it the
+    proof reads (``transaction_metadata.change_ddl``), parsed from the envelope's source
+    block on (``change_tail_sql``), or from the whole text when that finds no op.
+
+    ``tail`` False: the whole text parsed, for a ``_text`` that is an expression, not a
+    column read (Avro values, ``avro_frames.py``): the cut and its fallback name ``_text``
+    three times, and Catalyst copies the expression into each, so the Avro reads and their
+    JSON text would be planned and run three times over."""
+    from pyspark.sql import functions as F
+
+    ddl = change_ddl(dialect, schemas)
+    if not tail:
+        return texts.withColumn("e", F.from_json("_text", ddl))
+    tail_text = F.from_json(F.expr(change_tail_sql("_text", schemas)), ddl)
+    parsed = texts.withColumn("_tail", tail_text)
+    return parsed.withColumn("e", F.expr(change_sql("_tail", "_text", dialect, schemas)))
+
+
+class PendingProof:
+    """A batch's proof, made on a thread of its own while the tables read and decode their
+    events (it reads the batch's records and the transaction topic, which no table needs):
+    a table waits for it only before its first commit, which the new point may split. Used
+    as a context manager by the batch: leaving it waits for the proof's thread, so that a
+    batch run again never proves beside the run before it."""
+
+    def __init__(
+        self, tag: ConsistentTag, spark: SparkSession, records: DataFrame, batch_id: int
+    ) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcmirror-proof")
+        self._future: Future[Proof] = self._pool.submit(
+            _prove_in_group, tag, spark, records, batch_id
+        )
+
+    def result(self) -> Proof:
+        """The proof (its error, when it failed)."""
+        return self._future.result()
+
+    def split_at(self, table: MirrorTable) -> Position | None:
+        """:meth:`Proof.split_at`, once the proof is made."""
+        return self.result().split_at(table)
+
+    def __enter__(self) -> PendingProof:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def _prove_in_group(
+    tag: ConsistentTag, spark: SparkSession, records: DataFrame, batch_id: int
+) -> Proof:
+    """:meth:`ConsistentTag.prove` in a Spark job group of its own (the group is per thread),
+    so that no table's batch line counts the proof's jobs."""
+    sc = spark.sparkContext
+    sc.setJobGroup(f"cdcmirror-{batch_id}-proof", f"cdcmirror batch {batch_id}: the proof")
+    return tag.prove(spark, records, batch_id)
+
+
 @dataclass
 class ConsistentTag:
     """The consistent tag of one source's mirrored tables."""
@@ -83,7 +158,7 @@ class ConsistentTag:
     dialect: str
     schemas: bool  # JSON with schemas
     transaction_topic: str
-    kafka_options: Mapping[str, str]
+    read_transactions: TransactionReader
     store: LedgerStore
     tables: Sequence[MirrorTable]  # every keyed and keyless table of the job
     registry: WriterSchemas | None = None  # Avro events: their writer schemas
@@ -100,15 +175,13 @@ class ConsistentTag:
         before = kept if kept is not None else self._first_ledger(spark, batch_id)
         if self.point is None:
             self.point = before.point
-        markers, next_offset = read_topic_from(
-            spark, self.kafka_options, self.transaction_topic, before.next_offset
-        )
+        markers, next_offset = self.read_transactions(self.transaction_topic, before.next_offset)
         topics = [t.topic for t in self.tables]
         view = f"_cdcm_tx_{abs(batch_id)}"
         mine = records.where(F.col("topic").isin(topics)).where("value IS NOT NULL")
         texts, schemas = self._texts(mine)
-        parsed = texts.withColumn("e", F.from_json("_text", change_ddl(self.dialect, schemas)))
-        parsed.createOrReplaceTempView(view)
+        tail = self.registry is None
+        parsed_changes(texts, self.dialect, schemas, tail).createOrReplaceTempView(view)
         try:
             rows = spark.sql(changes_sql(view, self.dialect, schemas)).collect()
         finally:

@@ -91,29 +91,3 @@ def read_ranges(
     for key, value in read_options(events_per_task).items():
         reader = reader.option(key, value)
     return reader.load()
-
-
-def read_topic_from(
-    spark: SparkSession, kafka_options: Mapping[str, str], topic: str, start: int
-) -> tuple[list[tuple[int, bytes | None]], int]:
-    """The records of a one-partition ``topic`` from offset ``start`` to its end now, as
-    (offset, value), and the offset after them (``start`` when there are none: the topic
-    may not exist yet)."""
-    reader = (
-        spark.read.format("kafka")
-        .options(**kafka_options)
-        .option("subscribe", topic)
-        .option("startingOffsets", json.dumps({topic: {"0": start}}) if start else "earliest")
-        .option("endingOffsets", "latest")
-        .option("failOnDataLoss", "false")
-    )
-    try:
-        rows = reader.load().select("offset", "value").collect()
-    except Exception as exc:
-        if "UnknownTopicOrPartition" in str(exc):  # not written yet: nothing to read
-            return [], start
-        raise
-    records = sorted(
-        (int(r["offset"]), bytes(r["value"]) if r["value"] is not None else None) for r in rows
-    )
-    return records, (records[-1][0] + 1 if records else start)

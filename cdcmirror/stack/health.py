@@ -203,3 +203,51 @@ def sample_values(
         return out[:count]
     finally:
         consumer.close()
+
+
+def records_from(
+    brokers: Brokers, topic: str, start: int, timeout: float = 30.0
+) -> tuple[list[tuple[int, bytes | None]], int]:
+    """The committed records of the one-partition ``topic`` from offset ``start`` (or the
+    first Kafka still holds, when it holds none that old) to its end now, as (offset,
+    value), and the offset after the last of them (``start`` when there are none: the topic
+    may not exist yet). Read with a consumer of its own, assigned, never a group member."""
+    import time
+    import uuid
+
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    end = committed_end_offsets(brokers, [topic], timeout).get(topic, {}).get(0)
+    if end is None or end <= start:
+        return [], start
+    consumer = Consumer(
+        {
+            **_conf(brokers),
+            "group.id": f"cdcmirror-read-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            # the end is told by an event, not by offsets: transaction markers take offsets
+            # no consumer is handed
+            "enable.partition.eof": True,
+            # the broker answers a fetch at the end at once, not after Kafka's 500 ms wait
+            "fetch.wait.max.ms": 20,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, start)])
+        out: list[tuple[int, bytes | None]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)  # each record as it comes: consume() waits for more
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                return out, (out[-1][0] + 1 if out else start)
+            if error is not None:
+                raise KafkaException(error)
+            out.append((int(message.offset() or 0), message.value()))
+        raise TimeoutError(f"{topic}: not read to its end ({end}) in {timeout:.0f} s")
+    finally:
+        consumer.close()

@@ -2,7 +2,8 @@
 
 1. plan: the batch's offsets from the checkpoint's offset log, each table and event stream
    reading its own records (``plan.planned``), or, when they are not known, the whole batch
-   read, cached and summarised by a first look (``plan.summarised``);
+   read, cached and summarised by a first look (``plan.summarised``); with the consistent
+   tag, the batch's proof made beside it all on a thread of its own (``spark/consistent.py``);
 2. each table with events applied on a thread of its own (tables merge concurrently):
    its records read as its plan says (``records.py``), then ``table.apply_table`` (evolve,
    decode, truncate, MERGE directly or classified, tombstones); a table read once that met
@@ -10,7 +11,8 @@
    again (nothing of it was written); each event stream's batch (``streams/apply.py``);
 3. the batch's dead letters MERGEd into the dead-letter table (keyed by topic, partition
    and offset, so a re-run adds nothing), one structured log line per table, the job's
-   maintenance between batches, the metrics.
+   maintenance between batches, the metrics; with the consistent tag, the tags moved to the
+   proven point.
 
 A table whose events need a change the mirror must not make (incompatible type change) is
 stopped: its events go to the dead-letter table with the reason, other tables go on.
@@ -29,7 +31,6 @@ from typing import TYPE_CHECKING, NamedTuple
 from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.checkpoint import Ranges
-from cdcmirror.mirror.consistent_point import Position
 from cdcmirror.mirror.evolution import Evolution
 from cdcmirror.mirror.known_schemas import KnownSchemas
 from cdcmirror.mirror.spec import MirrorTable
@@ -49,8 +50,13 @@ from cdcmirror.spark.cdc.plan import (
     summarised,
 )
 from cdcmirror.spark.cdc.records import Formats, first_look, guess, once
-from cdcmirror.spark.cdc.table import TableOutcome, TableSettings, apply_table
-from cdcmirror.spark.consistent import ConsistentTag, Proof
+from cdcmirror.spark.cdc.table import (
+    SplitAt,
+    TableOutcome,
+    TableSettings,
+    apply_table,
+)
+from cdcmirror.spark.consistent import ConsistentTag, PendingProof, Proof
 from cdcmirror.spark.dead_letters import ensure_dead_letter_table, write_dead_letters
 from cdcmirror.spark.maintenance.job import JobMaintenance, between_batches
 from cdcmirror.spark.streams.apply import Evolve, StreamBatch, StreamTable
@@ -194,7 +200,16 @@ class Applier:
         # sizes its shuffles itself (``_size_shuffles``). Off on every line alike.
         self.batch_spark.conf.set(ADAPTIVE, "false")
         consistency = self.options.consistency
-        proof = consistency.prove(self.batch_spark, df, batch_id) if consistency else None
+        if consistency is None:
+            self._read_all(df, batch_id, started, None)
+            return
+        with PendingProof(consistency, self.batch_spark, df, batch_id) as proof:
+            self._read_all(df, batch_id, started, proof)
+
+    def _read_all(
+        self, df: DataFrame, batch_id: int, started: float, proof: PendingProof | None
+    ) -> None:
+        """The batch's tables and streams with their records, applied (:meth:`_apply_all`)."""
         plan = planned(self.tables, self.streams, self.options.batch_ranges, batch_id, self._known)
         work = self._own_reads(plan, df) if plan is not None else None
         if work is not None:  # each table and stream reads its own records
@@ -242,22 +257,24 @@ class Applier:
         batch_id: int,
         started: float,
         read_seconds: float,
-        proof: Proof | None,
+        proof: PendingProof | None,
     ) -> None:
         """Apply the tables and the streams concurrently, then :meth:`_finish`
         (``read_seconds`` < 0: no first look, each read its records once); ``proof``: the
-        consistent point the batch's tables split at."""
+        consistent point the batch's tables split at, being made (its error first, when it
+        failed: the tables waiting for it fail with it)."""
         self._size_shuffles(work)
         with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
             tables = [
-                pool.submit(self._table, t, b, r, batch_id, proof.split_at(t) if proof else None)
+                pool.submit(self._table, t, b, r, batch_id, _split_of(proof, t))
                 for t, b, r in work.tables
             ]
             single = work.single_pass
             streams = [pool.submit(self._stream, w, r, batch_id, single) for w, r in work.streams]
+            proven = proof.result() if proof is not None else None
             results = [f.result() for f in tables] + [f.result() for f in streams]
-        if proof is not None:
-            self._publish(batch_id, proof, results)
+        if proven is not None:
+            self._publish(batch_id, proven, results)
         self._finish(batch_id, results, started, read_seconds)
 
     def _publish(self, batch_id: int, proof: Proof, results: list[_Done]) -> None:
@@ -296,7 +313,7 @@ class Applier:
         batch: TopicBatch,
         records: DataFrame | None,
         batch_id: int,
-        split_at: Position | None,
+        split_at: SplitAt | None,
     ) -> _Done:
         """One table's batch in a Spark job group of its own (the job group is per thread):
         the batch line counts the table's Spark jobs (``spark_jobs``)."""
@@ -319,7 +336,7 @@ class Applier:
         batch: TopicBatch,
         records: DataFrame | None,
         batch_id: int,
-        split_at: Position | None,
+        split_at: SplitAt | None,
     ) -> TableOutcome:
         """The table's records read as ``batch.mode`` says, then applied; read once, again
         with a first look of its own when an event of another schema turned up."""
@@ -363,7 +380,7 @@ class Applier:
         batch: TopicBatch,
         records: DataFrame,
         batch_id: int,
-        split_at: Position | None,
+        split_at: SplitAt | None,
     ) -> TableOutcome:
         query = self.query_id or ""
         return apply_table(
@@ -436,6 +453,14 @@ class Applier:
         )
         if self.options.on_batch is not None:
             self.options.on_batch(stats, seconds)
+
+
+def _split_of(proof: PendingProof | None, table: MirrorTable) -> SplitAt | None:
+    """Where ``table``'s batch splits at the consistent point (None: no tag): asked for once
+    the table's events are decoded, when the proof is made."""
+    if proof is None:
+        return None
+    return lambda: proof.split_at(table)
 
 
 def partitions_for(events: int, least: int, most: int) -> int:

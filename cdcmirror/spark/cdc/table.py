@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,11 @@ from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+SplitAt = Callable[[], Position | None]
+"""Where a table's batch splits at the consistent point (``spark/consistent.py``), asked for
+after its decode, before its first commit: the point's position, or None (one commit)."""
+
+
 VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_source", "_changes", "_effective")
 
 
@@ -108,11 +114,12 @@ def apply_table(
     batch_id: int,
     query_id: str,
     settings: TableSettings,
-    split_at: Position | None = None,
+    split_at: SplitAt | None = None,
 ) -> TableOutcome:
     """Apply ``table``'s events of ``records`` (the batch's, or its own, as ``batch.mode``
-    reads them); ``split_at``: the consistent point's position, when the batch goes past it
-    (the changes up to it are committed first, :func:`_apply_split`)."""
+    reads them); ``split_at``: with the consistent tag, the point's position, when the batch
+    goes past it (the changes up to it are committed first, :func:`_apply_split`), asked for
+    once the events are decoded."""
     stats = TableStats(table.identifier, events=batch.events)
     stats.offsets.update(batch.offsets)
     stats.starts.update(batch.starts)
@@ -142,7 +149,7 @@ def _apply(
     query_id: str,
     settings: TableSettings,
     stats: TableStats,
-    split_at: Position | None,
+    split_at: SplitAt | None,
 ) -> TableOutcome:
     seen = sorted(batch.schemas)
     verdict = settings.evolution.apply(table, seen)
@@ -181,7 +188,7 @@ def _apply(
 
 
 def _apply_decoded(
-    tb: TableContext, decoded: DataFrame, read_once: bool, split_at: Position | None
+    tb: TableContext, decoded: DataFrame, read_once: bool, split_at: SplitAt | None
 ) -> TableOutcome:
     """Apply the decoded events (kept, with their aggregate, by the job that computes it)."""
     if tb.table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
@@ -189,9 +196,13 @@ def _apply_decoded(
     with tb.stats.phase("decode"):
         kept, agg = kept_with_aggregate(decoded, tb.table)
     try:
-        if split_at is None or (read_once and agg.new_schemas):
+        if split_at is None or (read_once and agg.new_schemas):  # the latter: read again
             return _apply_kept(tb, kept, agg, read_once)
-        return _apply_split(tb, kept, agg, split_at)
+        with tb.stats.phase("point"):
+            at = split_at()
+        if at is None:
+            return _apply_kept(tb, kept, agg, read_once)
+        return _apply_split(tb, kept, agg, at)
     finally:
         let_go(kept)
 
