@@ -1,11 +1,16 @@
 """The proof's read of the transaction topic (``stack/health.records_from``) on the real
 Kafka: committed records only, from a given offset to the end, where the end is a
-transaction marker that no consumer is handed; a topic not there yet reads as empty."""
+transaction marker that no consumer is handed; a topic not there yet reads as empty; a
+Kafka that does not answer stops the read, naming itself."""
 
 from __future__ import annotations
 
+import socket
+
+import pytest
 from confluent_kafka import Producer
 
+from cdcmirror.exceptions import ServiceUnavailableError
 from cdcmirror.stack.health import records_from
 from support import services
 
@@ -44,3 +49,14 @@ def test_committed_records_from_an_offset_to_the_end() -> None:
 def test_a_topic_not_written_yet_reads_as_empty() -> None:
     topic = f"{services.unique('txread')}.transaction"
     assert records_from(services.KAFKA, topic, 7) == ([], 7)
+
+
+def test_a_kafka_that_does_not_answer_stops_with_its_address() -> None:
+    """Nothing listens on the port: a clear stop naming Kafka and the topic, not a hang."""
+    with socket.socket() as s:  # a free port, closed again: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ServiceUnavailableError) as stop:
+        records_from(f"127.0.0.1:{port}", "shop.transaction", 0, timeout=2.0)
+    assert f"Kafka at 127.0.0.1:{port}" in str(stop.value)
+    assert "shop.transaction" in str(stop.value)

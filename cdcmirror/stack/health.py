@@ -12,6 +12,8 @@ from typing import Any
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
+from cdcmirror.exceptions import ServiceUnavailableError
+
 Brokers = str | Mapping[str, Any]
 """Where Kafka is: its bootstrap servers, or a whole librdkafka client config (bootstrap
 servers and the security settings of ``kafka_security.librdkafka_conf``)."""
@@ -211,13 +213,25 @@ def records_from(
     """The committed records of the one-partition ``topic`` from offset ``start`` (or the
     first Kafka still holds, when it holds none that old) to its end now, as (offset,
     value), and the offset after the last of them (``start`` when there are none: the topic
-    may not exist yet). Read with a consumer of its own, assigned, never a group member."""
+    may not exist yet). Read with a consumer of its own, assigned, never a group member.
+    Kafka not answering, or not handing the topic over to its end, within ``timeout``
+    seconds: ``ServiceUnavailableError`` (the job stops, nothing committed)."""
     import time
     import uuid
 
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    end = committed_end_offsets(brokers, [topic], timeout).get(topic, {}).get(0)
+    def unavailable(why: str) -> ServiceUnavailableError:
+        where = brokers if isinstance(brokers, str) else brokers.get("bootstrap.servers")
+        return ServiceUnavailableError(
+            f"Kafka at {where} did not hand over {topic} from offset {start} ({why}); check "
+            "that Kafka answers (`cdcmirror check`), then start the job again"
+        )
+
+    try:
+        end = committed_end_offsets(brokers, [topic], timeout).get(topic, {}).get(0)
+    except KafkaException as exc:
+        raise unavailable(str(exc)) from exc
     if end is None or end <= start:
         return [], start
     consumer = Consumer(
@@ -245,9 +259,10 @@ def records_from(
             error = message.error()
             if error is not None and error.code() == KafkaError._PARTITION_EOF:
                 return out, (out[-1][0] + 1 if out else start)
-            if error is not None:
-                raise KafkaException(error)
-            out.append((int(message.offset() or 0), message.value()))
-        raise TimeoutError(f"{topic}: not read to its end ({end}) in {timeout:.0f} s")
+            if error is not None and error.fatal():
+                raise unavailable(error.str())
+            if error is None:  # other errors are the client's news: it retries by itself
+                out.append((int(message.offset() or 0), message.value()))
+        raise unavailable(f"not read to its end, offset {end}, in {timeout:.0f} s")
     finally:
         consumer.close()
