@@ -535,3 +535,48 @@ def test_tombstones_are_appended_and_a_key_s_newest_counts(spark_world: SparkWor
     assert {r.id: r._cdc_action for r in replay.collect()} == {2: "stale", 9: "stale"}
     later = batch("merge_it_later", 40, {2: "c"})
     assert [(r._cdc_action, r._cdc_stored_position[2]) for r in later.collect()] == [("insert", 30)]
+
+
+def test_a_keyless_table_appends_each_change_once_per_source_position(
+    spark_world: SparkWorld,
+) -> None:
+    """``append_merge_sql``: a change is appended once per source position, whatever its Kafka
+    offset (sent again in the same batch, or in a later one, or the batch run again), two
+    rows of one binlog event are two; reads are appended once per whole position, so two
+    reads of one snapshot (one source part) are both kept, and a new snapshot's read is
+    appended again (the documented limit)."""
+    from cdcmirror.mirror.merge_sql import append_merge_sql
+
+    spark = spark_world.spark
+    target = "merge_it.keyless"
+    items_target(spark, target)
+    log = make_table(
+        NAME, identifier=target, flavor="mariadb", source="db.log", topic="t", key=(), mode="append"
+    )
+    first = (
+        "(1, 'a', 'c', array(1, 1, 100, 0, 0, 10), current_timestamp(), NULL), "
+        "(2, 'b', 'c', array(1, 1, 100, 1, 0, 11), current_timestamp(), NULL), "  # its row 1
+        "(3, 'c', 'u', array(1, 1, 200, 0, 0, 12), current_timestamp(), NULL), "
+        "(3, 'c', 'u', array(1, 1, 200, 0, 0, 13), current_timestamp(), NULL), "  # again
+        "(4, 's1', 'r', array(0, 1, 50, 0, 0, 5), current_timestamp(), NULL), "
+        "(5, 's2', 'r', array(0, 1, 50, 0, 0, 6), current_timestamp(), NULL)"  # same snapshot
+    )
+    later = (
+        "(1, 'a', 'c', array(1, 1, 100, 0, 0, 40), current_timestamp(), NULL), "  # replayed
+        "(4, 's1', 'r', array(0, 1, 60, 0, 0, 41), current_timestamp(), NULL), "  # re-snapshot
+        "(6, 'd', 'd', array(1, 1, 300, 0, 0, 42), current_timestamp(), NULL)"
+    )
+    for rows in (first, later, later):  # the second batch run twice
+        spark.sql(CHANGES.format(rows=rows)).createOrReplaceTempView("merge_it_keyless")
+        spark.sql(append_merge_sql(log, target, "merge_it_keyless"))
+    query = f"SELECT id, name, _cdc_op, _cdc_deleted FROM {target} ORDER BY id, _cdc_position"
+    got = [tuple(r) for r in spark.sql(query).collect()]
+    assert got == [
+        (1, "a", "c", False),
+        (2, "b", "c", False),
+        (3, "c", "u", False),
+        (4, "s1", "r", False),
+        (4, "s1", "r", False),
+        (5, "s2", "r", False),
+        (6, "d", "d", True),
+    ]

@@ -330,11 +330,26 @@ def tombstone_append_sql(
 
 
 def append_merge_sql(table: MirrorTable, target: str, events: str) -> str:
-    """Keyless tables: every event appended once (a re-run batch adds nothing)."""
+    """Keyless tables: every event appended once. A change (insert, update, delete) once per
+    source position, the source part of ``_cdc_position``: Debezium sending it again (at
+    another Kafka offset), in the same batch or a later one, or a batch run again, adds
+    nothing; the source part of a change is its own (PostgreSQL's LSN, the binlog event's
+    position and row). A read (``r``) once per whole position, Kafka offset included: the
+    reads of one snapshot, or of one incremental-snapshot chunk, share their source part, so
+    a new snapshot appends its reads again (``docs/limits.md``)."""
+    n = source_length(table.dialect)
+    source = f"slice(_cdc_position, 1, {n})"
+    once = f"IF(_cdc_op = 'r', _cdc_position, {source})"
     columns = ", ".join(q(c) for c in _row_names(table))
     values = ", ".join([f"s.{q(c)}" for c in table.names])
+    events_once = (
+        f"(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY {once} "
+        f"ORDER BY _cdc_position) AS _cdc_nth FROM {events}) WHERE _cdc_nth = 1)"
+    )
     return (
-        f"MERGE INTO {target} t USING {events} s ON t._cdc_position = s._cdc_position "
+        f"MERGE INTO {target} t USING {events_once} s "
+        f"ON slice(t._cdc_position, 1, {n}) = slice(s._cdc_position, 1, {n}) "
+        "AND (t._cdc_position = s._cdc_position OR (t._cdc_op <> 'r' AND s._cdc_op <> 'r')) "
         f"WHEN NOT MATCHED THEN INSERT ({columns}) VALUES ({values}, s._cdc_op, "
         "s._cdc_position, s._cdc_source_ts, s._cdc_op = 'd')"
     )
