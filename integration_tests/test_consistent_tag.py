@@ -9,8 +9,10 @@ keyless table, appended), each in one source transaction, so that ``sum(a) + sum
 runs the test reads the tagged state (every table at the same point,
 ``catalog/consistent.py``) and the heads, again and again: the tagged state keeps the
 invariant every time, the heads break it at least once (else the test could not fail), and
-the point moves. In the middle the job is stopped and started again, then killed and its
-checkpoint deleted. At the end the tagged state equals the source row by row."""
+the point moves and never goes back. In the middle Debezium sends MariaDB's history again
+(from an older binlog position, while the job runs), the job is stopped and started again,
+then killed and its checkpoint deleted. At the end the tagged state equals the source
+row by row."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from cdcmirror.catalog import load_catalog
 from cdcmirror.catalog.consistent import consistent_snapshots
 from cdcmirror.config import load_config
 from cdcmirror.exceptions import CdcMirrorError
+from cdcmirror.mirror.consistent_point import Point
 from cdcmirror.stack.control import Stack
 from support import services
 from support.bootstrap_env import run_cli
@@ -143,6 +146,7 @@ class Reader:
         self.catalog = load_catalog(load_config(config, environ={}))
         self.ids = [f"{namespace}.{t}" for t in TABLES]
         self.points: set[str] = set()
+        self.newest: Point | None = None
         self.tagged_reads = 0
         self.heads_broken = 0
 
@@ -152,6 +156,9 @@ class Reader:
         except CdcMirrorError:
             return None
         self.points.add(read.point.tx)
+        if self.newest is not None:  # the tag only ever moves forward
+            assert read.point.position >= self.newest.position, (read.point, self.newest)
+        self.newest = read.point
         return {
             t: _rows(self.catalog.load_table(i), read.snapshots[i])
             for t, i in zip(TABLES, self.ids, strict=True)
@@ -288,6 +295,17 @@ def _run_and_read(reader: Reader, work: Transfers, count: int) -> None:
     worker.join()
 
 
+def _offsets(source: Source) -> list[dict[str, Any]]:
+    """The connector's source offsets, once it has committed some."""
+    client = services.connect_client()
+    name = f"cdcmirror-{source.schema}"
+    deadline = time.monotonic() + 90
+    while not (found := client.offsets(name)):
+        assert time.monotonic() < deadline, f"{name} committed no offsets in 90 s"
+        time.sleep(1)
+    return found
+
+
 STALLED = 150  # seconds without a new point: the tag stopped moving
 LONGEST = 900  # seconds in all, however it moves
 
@@ -326,9 +344,17 @@ def test_tagged_state_keeps_a_cross_table_invariant_the_heads_break(
     source, config = transfers
     reader = Reader(config, f"{source.schema}_mirror")
     work = Transfers(source, 7070)
+    older = _offsets(source) if source.dialect == "mysql" else []
     with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
         _run_and_read(reader, work, 100)
         _until_tagged_is_source(job, reader, source)
+        if older:  # history sent again while the job runs: the tag does not go back
+            # (``Reader``), and moves on past the replay. PostgreSQL's slot does not go
+            # back: its only replay is a new snapshot, which appends a keyless table's rows
+            # again (``docs/limits.md``)
+            services.replay_connector(f"cdcmirror-{source.schema}", older)
+            _run_and_read(reader, work, 50)
+            _until_tagged_is_source(job, reader, source)
     # stopped, started again: the ledger of the last batch carries on; killed (-9) while
     # it applies, and its checkpoint lost
     job = MirrorJob(config, "1 second", INFO)
@@ -344,7 +370,7 @@ def test_tagged_state_keeps_a_cross_table_invariant_the_heads_break(
         _run_and_read(reader, work, 100)
         _until_tagged_is_source(job, reader, source)
     assert "resuming from the point" in job.output, job.output[-3000:]
-    assert work.done == 300
+    assert work.done == (350 if older else 300)
     assert reader.tagged_reads >= 10, reader.tagged_reads
     assert len(reader.points) >= 3, reader.points
     assert reader.heads_broken >= 1, "the heads never broke the invariant: the test cannot fail"

@@ -314,12 +314,7 @@ def test_mariadb_reload_is_not_undone_by_a_replayed_truncate(
     m.mirror()
     _pairs_rows(pairs, spark, pair_table)
     before = _snapshots(spark, pair_table)
-    client.stop(name)
-    try:
-        client.alter_offsets(name, older)
-    finally:
-        client.resume(name)
-    client.wait_running(name)
+    services.replay_connector(name, older)
     sc.settle(m)
     m.mirror()
     assert _snapshots(spark, pair_table) == before, "replayed changes must commit nothing"

@@ -88,16 +88,7 @@ def replay_changes_nothing(m: Mirrored, connector: str, offsets: list[dict[str, 
     settle(m)
     m.mirror()  # what earlier tests left (a failed one may leave a backlog): applied first
     before = mirror_rows(m.spark, m.identifier, m.columns(), m.source.dialect)
-    client = services.connect_client()
-    client.stop(connector)
-    try:
-        if offsets:
-            client.alter_offsets(connector, offsets)
-        else:
-            client.reset_offsets(connector)
-    finally:  # a failed step leaves the connector running for the module's other tests
-        client.resume(connector)
-    client.wait_running(connector)
+    services.replay_connector(connector, offsets)
     settle(m)
     settle(m)
     m.mirror()

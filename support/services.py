@@ -42,6 +42,21 @@ def connect_client(timeout: float = 30.0) -> ConnectClient:
     return ConnectClient(CONNECT, timeout, ensure_login())
 
 
+def replay_connector(name: str, offsets: list[dict[str, Any]]) -> None:
+    """Debezium sends history again: the connector stopped, moved back to ``offsets`` (empty:
+    its offsets forgotten, a new snapshot), resumed, and running."""
+    client = connect_client()
+    client.stop(name)
+    try:
+        if offsets:
+            client.alter_offsets(name, offsets)
+        else:
+            client.reset_offsets(name)
+    finally:  # a failed step leaves the connector running for the module's other tests
+        client.resume(name)
+    client.wait_running(name)
+
+
 # every name unique() made in this process: the connectors, Kafka topics and replication
 # slots named after them are removed when the process is done with them (forget_made)
 MADE: list[str] = []
