@@ -15,7 +15,7 @@ from cdcmirror.mirror.avro_envelope import ENVELOPE, AvroEnvelope
 from cdcmirror.mirror.spec import MirrorTable
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.cdc.decode import decode_events, register_functions
-from support.avro_events import decimal_type, framed, optional
+from support.avro_events import BLOCK, decimal_type, framed, optional
 from support.golden import KAFKA_SCHEMA
 from support.spark import SparkWorld
 from support.tables import make_table
@@ -180,6 +180,7 @@ def _envelope(fields: list[tuple[str, Any, str, str, Any]]) -> dict[str, Any]:
             {"name": "before", "type": optional(value), "default": None},
             {"name": "after", "type": optional("Value"), "default": None},
             {"name": "source", "type": source},
+            {"name": "transaction", "type": optional(BLOCK), "default": None},
             {"name": "op", "type": "string"},
             {"name": "ts_ms", "type": optional("long"), "default": None},
         ],
@@ -207,6 +208,9 @@ def _events(fields: list[tuple[str, Any, str, str, Any]], n: int, seed: int) -> 
                 "lsn": 200 + i,
                 "txId": 7,
             },
+            "transaction": None
+            if op == "r"
+            else {"id": f"7:{200 + i}", "total_order": i, "data_collection_order": i},
             "op": op,
             "ts_ms": 1_700_000_000_000 + i,
         }
@@ -215,18 +219,22 @@ def _events(fields: list[tuple[str, Any, str, str, Any]], n: int, seed: int) -> 
     return out
 
 
-def _decoded(world: SparkWorld, fields: list[Any], direct: bool, n: int = 400) -> list[Any]:
-    """The decode's rows (and whether each envelope was built from its record)."""
+def _decoded(
+    world: SparkWorld, fields: list[Any], direct: bool, n: int = 400, transactions: bool = False
+) -> list[Any]:
+    """The decode's rows (and whether each envelope was built from its record);
+    ``transactions``: with each change's transaction (the consistent tag's decode)."""
     spark = world.spark
     register_functions(spark)
     table = _table(fields)
     records = spark.createDataFrame(_events(fields, n, seed=len(fields)), KAFKA_SCHEMA)
     frames = AvroFrames()
     schemas = {5: json.dumps(_envelope(fields))}
-    envelope = AvroEnvelope(table) if direct else None
+    envelope = AvroEnvelope(table, transactions) if direct else None
     events = frames.decode(frames.with_ids(records), schemas, envelope=envelope)
     built = [] if not direct else [r[0] for r in events.select(ENVELOPE).collect()]
-    out = decode_events(events, table, False, True).orderBy("_cdc_offset").collect()
+    decoded = decode_events(events, table, False, True, transactions=transactions)
+    out = decoded.orderBy("_cdc_offset").collect()
     flags = built or [None] * len(out)
     return [
         ({k: repr(v) for k, v in row.asDict(recursive=True).items()}, b is not None)
@@ -255,6 +263,22 @@ def test_an_envelope_built_from_its_record_decodes_as_its_json_text(
     _same(built, through_text)
     errors = [t for t, _ in built if t["_cdc_error"] != "None"]
     assert len(errors) < len(built) // 4, errors[:3]  # mostly values, not dead letters
+
+
+def test_the_transaction_block_built_from_its_record_decodes_as_its_json_text(
+    spark_world: SparkWorld,
+) -> None:
+    """With the consistent tag the envelope carries each change's transaction, built from
+    the record as the JSON text reads it; a snapshot read names none."""
+    through_text = _decoded(spark_world, FIELDS[:3], direct=False, n=60, transactions=True)
+    built = _decoded(spark_world, FIELDS[:3], direct=True, n=60, transactions=True)
+    assert all(b for _, b in built)
+    _same(built, through_text)
+    reads = {"'id': None, 'order': None, 'streamed': False"}
+    for row, _ in built:
+        tx = row["_cdc_tx"]
+        assert ("'id': '7'" in tx and "'streamed': True" in tx) != (row["_cdc_op"] == "'r'"), tx
+        assert row["_cdc_op"] != "'r'" or tx.strip("{}") in reads, tx
 
 
 def test_a_field_that_would_read_differently_goes_through_the_text(

@@ -5,11 +5,17 @@ snapshot reads as it was while the head moves on, and the job's snapshot cap kee
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from cdcmirror.mirror.consistent_point import Point
-from cdcmirror.mirror.transaction_metadata import UNMARKED, change_ddl, changes_sql
-from cdcmirror.spark.consistent import parsed_changes
+from cdcmirror.mirror.reload_mark import IN_RELOAD, ReloadMark
+from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
+from cdcmirror.mirror.transaction_metadata import UNMARKED
+from cdcmirror.spark.cdc.decode import decode_events, register_functions, with_utf8_check
+from cdcmirror.spark.consistent import table_runs
 from cdcmirror.spark.iceberg import iceberg_table, publish_point, published_point
 from cdcmirror.spark.maintenance.expiry import cap_table, snapshot_count
 from cdcmirror.spark.rows import first_value
@@ -60,104 +66,89 @@ def test_the_tag_and_its_point_move_together_and_outlive_the_cap(spark_world: Sp
     assert first_value(spark.sql(f"SELECT count(*) FROM {target} VERSION AS OF '{TAG}'")) == 5
 
 
-def _change(op: str, lsn: int, tx: str | None, order: int, snapshot: str = "false") -> str:
+def _change(
+    op: str, lsn: int, tx: str | None, order: int, snapshot: str = "false", key: int = 1
+) -> str:
     block = {"id": tx, "total_order": order, "data_collection_order": order} if tx else None
-    return json.dumps(
-        {
-            "op": op,
-            "source": {"lsn": lsn, "sequence": json.dumps(["100", str(lsn)]), "snapshot": snapshot},
-            "transaction": block,
-        }
-    )
-
-
-def test_the_batch_transaction_runs_as_the_proof_reads_them(spark_world: SparkWorld) -> None:
-    """``transaction_metadata.changes_sql`` on PostgreSQL changes: runs of consecutive orders
-    per transaction (its xid, the change's LSN cut off) with the newest position; a replayed
-    change counted once; a snapshot read nowhere; a streamed change without a transaction
-    under ``UNMARKED``."""
-    from pyspark.sql import functions as F
-
-    spark = spark_world.spark
-    records = [
-        ("m.s.t", 0, 0, _change("u", 120, "5:120", 1)),
-        ("m.s.t", 0, 1, _change("u", 121, "5:121", 2)),
-        ("m.s.t", 0, 2, _change("u", 121, "5:121", 2)),  # replayed
-        ("m.s.t", 0, 3, _change("c", 130, "5:130", 4)),
-        ("m.s.t", 0, 4, _change("r", 90, None, 0, snapshot="true")),
-        ("m.s.u", 0, 0, _change("d", 125, "5:125", 1)),
-        ("m.s.u", 0, 1, _change("c", 140, None, 0)),
-    ]
-    frame = spark.createDataFrame(records, "topic string, partition int, offset long, value string")
-    frame = frame.withColumn(
-        "e", F.from_json(F.expr("CAST(value AS STRING)"), change_ddl("postgresql", False))
-    )
-    frame.createOrReplaceTempView("_tx_changes")
-    rows = spark.sql(changes_sql("_tx_changes", "postgresql", False)).collect()
-    runs = sorted((r.topic, r.tx, r.lo, r.hi, tuple(r.newest)) for r in rows)
-    assert runs == sorted(
-        [
-            ("m.s.t", "5", 1, 2, (1, 100, 121)),
-            ("m.s.t", "5", 4, 4, (1, 100, 130)),
-            ("m.s.u", "5", 1, 1, (1, 100, 125)),
-            ("m.s.u", UNMARKED, 0, 0, (1, 100, 140)),
-        ]
-    )
-
-
-def _envelope(op: str, lsn: int, after: dict[str, Any] | None, schemas: bool) -> str:
-    """A Debezium envelope as the JSON converter writes it (compact, members in Debezium's
-    order), with a schema part before the payload when ``schemas``."""
-    payload = {
-        "before": None,
-        "after": after,
-        "source": {"lsn": lsn, "sequence": json.dumps(["100", str(lsn)]), "snapshot": "false"},
-        "transaction": {"id": f"5:{lsn}", "total_order": 1, "data_collection_order": 1},
+    row = {"id": key, "note": f"at {lsn}"}
+    source = {
+        "lsn": lsn,
+        "sequence": json.dumps(["100", str(lsn)]),
+        "snapshot": snapshot,
+        "ts_ms": 1,
+        "txId": int(tx.split(":")[0]) if tx else 1,
+    }
+    envelope = {
+        "before": row if op == "d" else None,
+        "after": None if op == "d" else row,
+        "source": source,
+        "transaction": block,
         "op": op,
         "ts_ms": 1,
     }
-    # a schema part that names a "source" member of its own, as a Connect parameter could
-    schema = {"type": "struct", "parameters": {"source": "x"}, "fields": [{"field": "source"}]}
-    value = {"schema": schema, "payload": payload} if schemas else payload
-    return json.dumps(value, separators=(",", ":"))
+    return json.dumps(envelope)
 
 
-def test_the_proof_parses_each_change_from_its_source_block(spark_world: SparkWorld) -> None:
-    """``consistent.parsed_changes``: the source and transaction blocks and the op, parsed
-    from the text after the envelope's last ``,"source":``, are those of the whole value:
-    with and without the converter's schema, beside a row column named ``source`` (a
-    string with quotes in it, and an object), and a value that is no envelope (parsed
-    whole: no op, counted nowhere)."""
-    from pyspark.sql import functions as F
+KAFKA = "topic string, partition int, offset long, value binary, "
+KAFKA += "headers array<struct<key: string, value: binary>>"
+TABLE = MirrorTable(
+    "n.t", "m.s.t", "postgresql", "s.t", ("id",), "upsert",
+    (MirrorColumn("id", "long", "int64"), MirrorColumn("note", "string", "string")),
+)  # fmt: skip
 
+
+@pytest.mark.parametrize("reloaded", [False, True])
+def test_the_proof_counts_the_transactions_of_the_decoded_events(
+    spark_world: SparkWorld, reloaded: bool
+) -> None:
+    """``decode_events(transactions=True)`` then ``consistent.table_runs``: runs of
+    consecutive orders per transaction (its xid, the change's LSN cut off) with the newest
+    position; a change sent twice counted once; a snapshot read nowhere; a streamed change
+    without a transaction under ``UNMARKED``; a change a re-load's rows hold (whose position
+    is the re-load's phase) counted as streamed; a value that is no envelope nowhere."""
     spark = spark_world.spark
+    register_functions(spark)
+    values = [
+        _change("u", 120, "5:120", 1),
+        _change("u", 121, "5:121", 2, key=2),
+        _change("u", 121, "5:121", 2, key=2),  # sent again
+        _change("c", 130, "5:130", 4, key=3),
+        _change("r", 90, None, 0, snapshot="true", key=4),
+        _change("d", 140, "6:140", 1, key=5),
+        _change("c", 150, None, 0, key=6),
+        '{"note": "no envelope"}',
+    ]
+    records: list[tuple[Any, ...]] = [("m.s.t", 0, i, v.encode(), []) for i, v in enumerate(values)]
+    frame = spark.createDataFrame(records, KAFKA)
+    # the re-load's rows hold transaction 5 (below xmin): its changes are in the re-load phase
+    table = replace(TABLE, reloaded=ReloadMark(6, 7, (), 1_000)) if reloaded else TABLE
+    decoded = decode_events(with_utf8_check(frame), table, False, False, transactions=True)
+    phases = [r[0] for r in decoded.orderBy("_cdc_offset").selectExpr("_cdc_position[0]").collect()]
+    assert phases[:2] == ([IN_RELOAD, IN_RELOAD] if reloaded else [1, 1])
+    runs = table_runs(decoded, table)
+    assert sorted((r.topic, r.tx, r.lo, r.hi, r.newest) for r in runs) == sorted(
+        [
+            ("m.s.t", "5", 1, 2, (1, 100, 121)),
+            ("m.s.t", "5", 4, 4, (1, 100, 130)),
+            ("m.s.t", "6", 1, 1, (1, 100, 140)),
+            ("m.s.t", UNMARKED, 0, 0, (1, 100, 150)),
+        ]
+    )
+    # without the tag no transaction is read
+    plain = decode_events(with_utf8_check(frame), table, False, False)
+    assert plain.where("_cdc_tx IS NOT NULL").count() == 0
+
+
+def test_the_transaction_block_is_read_with_and_without_the_schema(
+    spark_world: SparkWorld,
+) -> None:
+    """JSON with schemas: the transaction block is read from the payload, as without."""
+    spark = spark_world.spark
+    register_functions(spark)
     for schemas in (True, False):
-        afters = [
-            {"id": 1, "source": 'say ,"source":{"lsn":1}'},  # quotes escaped in the text
-            {"id": 2, "source": {"lsn": 7, "op": "d"}},  # an object member of that name
-            None,  # a delete's
-        ]
-        changes = enumerate(zip("cud", afters, strict=True))
-        values = [_envelope(op, 200 + i, a, schemas) for i, (op, a) in changes]
-        values.append('{"payload":{"op":"u"},"note":"no source block"}')  # no envelope
-        values.append('{"op": "u", "source": {"lsn": 9}}')  # spaced: parsed whole
-        records = [("m.s.t", 0, i, v) for i, v in enumerate(values)]
-        frame = spark.createDataFrame(
-            records, "topic string, partition int, offset long, value string"
-        )
-        texts = frame.withColumn("_text", F.col("value"))
-        got = parsed_changes(texts, "postgresql", schemas)
-        whole = texts.withColumn("e", F.from_json("_text", change_ddl("postgresql", schemas)))
-        p = "e.payload" if schemas else "e"
-        parts = [f"{p}.op", f"{p}.source.lsn", f"{p}.transaction.id"]
-        rows = got.orderBy("offset").selectExpr(*parts).collect()
-        expected = whole.orderBy("offset").selectExpr(*parts).collect()
-        assert [tuple(r) for r in rows] == [tuple(r) for r in expected]
-        assert [tuple(r) for r in rows[:3]] == [
-            ("c", 200, "5:200"),
-            ("u", 201, "5:201"),
-            ("d", 202, "5:202"),
-        ]
-        # the first three parsed from their tails, not whole
-        tails = got.orderBy("offset").selectExpr(f"_tail{p[1:]}.op").collect()
-        assert [r[0] for r in tails[:3]] == ["c", "u", "d"]
+        payload = json.loads(_change("u", 120, "5:120", 3))
+        value = {"schema": {"type": "struct"}, "payload": payload} if schemas else payload
+        frame = spark.createDataFrame([("m.s.t", 0, 0, json.dumps(value).encode(), [])], KAFKA)
+        decoded = decode_events(with_utf8_check(frame), TABLE, schemas, False, transactions=True)
+        row = decoded.selectExpr("_cdc_tx.id", "_cdc_tx.order", "_cdc_tx.streamed", "_cdc_error")
+        assert tuple(row.collect()[0]) == ("5", 3, True, None)

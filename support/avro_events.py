@@ -133,3 +133,17 @@ def framed(sid: int, record: dict[str, Any], schema: dict[str, Any] = ENVELOPE) 
     body = io.BytesIO()
     schemaless_writer(body, parse_schema(plain_schema(schema)), record)
     return b"\x00" + struct.pack(">I", sid) + body.getvalue()
+
+
+BLOCK = {
+    "type": "record",
+    "name": "block",
+    "namespace": "event",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "total_order", "type": "long"},
+        {"name": "data_collection_order", "type": "long"},
+    ],
+}
+"""The transaction block of a change (``provide.transaction.metadata``), as Debezium's Avro
+converter writes its schema."""

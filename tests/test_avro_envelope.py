@@ -11,7 +11,7 @@ import pytest
 from cdcmirror.mirror.avro import plain_schema
 from cdcmirror.mirror.avro_envelope import AvroEnvelope
 from cdcmirror.mirror.spec import MirrorTable
-from support.avro_events import ENVELOPE, VALUE, optional
+from support.avro_events import BLOCK, ENVELOPE, VALUE, optional
 from support.tables import make_table
 
 
@@ -66,3 +66,24 @@ def test_a_field_that_would_read_otherwise_leaves_the_schema_to_the_text(
 
 def test_a_schema_that_is_no_record_is_not_built() -> None:
     assert AvroEnvelope(table()).sql('"long"', "r") is None
+
+
+def test_the_transaction_block_is_built_when_the_consistent_tag_reads_it() -> None:
+    """With the tag the envelope carries the change's transaction (``envelope.TRANSACTION_DDL``),
+    from the record's block when it has one, NULL when the connector writes none."""
+    top: list[dict[str, Any]] = ENVELOPE["fields"]  # type: ignore[assignment]
+    with_block = {**ENVELOPE, "fields": [*top, {"name": "transaction", "type": optional(BLOCK)}]}
+    envelope = AvroEnvelope(table(), transactions=True)
+    built = envelope.sql(json.dumps(plain_schema(with_block)), "r")
+    assert built is not None and built.endswith(f"AS {envelope.ddl})")
+    block = (
+        "'transaction', IF(r.transaction IS NULL, NULL, named_struct('id', r.transaction.`id`, "
+        "'data_collection_order', CAST(r.transaction.`data_collection_order` AS BIGINT)))"
+    )
+    assert block in built
+    assert "transaction STRUCT<id STRING" in envelope.ddl
+    without = envelope.sql(json.dumps(plain_schema(ENVELOPE)), "r")
+    assert without is not None and "'transaction', NULL" in without
+    # without the tag, no block is read
+    plain = AvroEnvelope(table()).sql(json.dumps(plain_schema(with_block)), "r")
+    assert plain is not None and "transaction" not in plain

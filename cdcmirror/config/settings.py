@@ -252,7 +252,11 @@ class Mirror(Section):
     dead_letter: Literal["table", "fail"] = setting(
         "table", "An event that cannot be applied: into the dead-letter table, or stop."
     )
-    parallelism: int = setting(4, "Tables merged at once.")
+    parallelism: int = setting(
+        4,
+        "Tables merged at once (with a consistent tag, every table of a batch: each waits "
+        "for the others' decode).",
+    )
     connector_check_seconds: int = setting(
         30, "How often the job reads its connector's state; 0: never."
     )

@@ -42,6 +42,7 @@ ENVELOPE = "_cdc_env"
 """The column of a CDC table's Avro records that holds the envelope built from the record
 (``spark/avro_frames.py``; NULL for the ids that go through the JSON text)."""
 
+_TRANSACTION = [("id", "string", ""), ("data_collection_order", "bigint", "")]
 _NUMBERS = {"int": ("int", "bigint"), "long": ("bigint",), "double": ("double",)}
 _TEXT = ("string", "enum")
 _BYTES = ("bytes", "fixed")
@@ -154,11 +155,12 @@ class AvroEnvelope:
     """The decode's envelope of ``table`` (``envelope.envelope_ddl``, no embedded schema)."""
 
     table: MirrorTable
+    transactions: bool = False  # with the transaction block (the consistent tag)
 
     @property
     def ddl(self) -> str:
         """Its Spark type."""
-        return f"STRUCT<{envelope_ddl(self.table, False)}>"
+        return f"STRUCT<{envelope_ddl(self.table, False, self.transactions)}>"
 
     def sql(self, plain: str, record: str) -> str | None:
         """The envelope as SQL over the column ``record``, read with the Avro schema
@@ -175,8 +177,11 @@ class AvroEnvelope:
         ]
         source = [(n, t.lower(), "") for n, t in (f.split(" ", 1) for f in _split(self.table))]
         scalars = [("op", "string", ""), ("ts_ms", "bigint", "")]
+        structs = [("before", columns), ("after", columns), ("source", source)]
+        if self.transactions:
+            structs.append(("transaction", _TRANSACTION))
         parts = []
-        for name, wanted in (("before", columns), ("after", columns), ("source", source)):
+        for name, wanted in structs:
             built = (
                 _struct_sql(top[name], wanted, f"{record}.{name}", named) if name in top else "NULL"
             )

@@ -5,7 +5,8 @@ Three steps, each a list of ``selectExpr`` expressions over the previous one:
 1. ``envelope_ddl``: the ``from_json`` schema of the Kafka value, with or without the
    converter's embedded schema (``{"schema": ..., "payload": ...}``).
 2. ``wire_exprs``: op, source position, commit time, and each column's JSON value (from
-   ``before`` for deletes, ``after`` otherwise), plus the TOAST placeholder flags.
+   ``before`` for deletes, ``after`` otherwise), plus the TOAST placeholder flags; with the
+   consistent tag, the event's transaction (``_cdc_tx``, :data:`TX_TYPE`).
 3. ``decoded_exprs``: each value converted to its Iceberg type;
 4. ``checked_exprs``: ``_cdc_error``, why the event cannot be applied (NULL when it can), which
    sends it to the dead-letter table. A separate step so that no conversion is computed twice.
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 from cdcmirror import dialects
 from cdcmirror.cdc_columns import old_key, placeholder_flag, wire
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
-from cdcmirror.mirror.positions import position_sql
+from cdcmirror.mirror.positions import position_sql, snapshot_read_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.sql_text import q, spark_name, sql_string
@@ -72,10 +73,21 @@ def source_ddl(table: MirrorTable) -> str:
     return source
 
 
-def envelope_ddl(table: MirrorTable, schemas: bool) -> str:
+TRANSACTION_DDL = "transaction STRUCT<id STRING, data_collection_order BIGINT>"
+"""The envelope's transaction block as the decode reads it (``provide.transaction.metadata``)."""
+TX_TYPE = "STRUCT<id: STRING, order: BIGINT, streamed: BOOLEAN>"
+"""The decoded event's ``_cdc_tx``, what the consistent point reads of it
+(``transaction_metadata.decoded_runs_sql``): its transaction as the END record names it, its
+place among the transaction's changes of its table, and whether it is a streamed change (a
+snapshot read belongs to no transaction). NULL when the job has no consistent tag."""
+
+
+def envelope_ddl(table: MirrorTable, schemas: bool, transactions: bool = False) -> str:
+    """The ``from_json`` schema of the value; ``transactions``: with its transaction block."""
     row = row_struct_ddl(table)
     source = source_ddl(table)
-    body = f"before {row}, after {row}, source STRUCT<{source}>, op STRING, ts_ms BIGINT"
+    block = f", {TRANSACTION_DDL}" if transactions else ""  # where ``AvroEnvelope`` builds it
+    body = f"before {row}, after {row}, source STRUCT<{source}>{block}, op STRING, ts_ms BIGINT"
     return f"{f'payload STRUCT<{body}>' if schemas else body}, {UNREADABLE} STRING"
 
 
@@ -123,15 +135,22 @@ def variant_sql(variants: Variants) -> str:
 
 
 def wire_exprs(
-    table: MirrorTable, schemas: bool, decode_error: str = "NULL", variants: Variants = ()
+    table: MirrorTable,
+    schemas: bool,
+    decode_error: str = "NULL",
+    variants: Variants = (),
+    transactions: bool = False,
 ) -> list[str]:
     """Step 2, over a frame with the Kafka columns and ``env`` (the parsed value).
 
     ``decode_error``: why the value could not be turned into JSON text (Avro), or NULL.
     ``variants``: the batch's schemas whose carriers differ (:data:`Variants`).
+    ``transactions``: ``env`` has the transaction block (``envelope_ddl``), read into
+    ``_cdc_tx``.
     """
     p = "env.payload" if schemas else "env"
     out = [
+        f"{_tx_sql(table, p) if transactions else f'CAST(NULL AS {TX_TYPE})'} AS _cdc_tx",
         f"CAST({decode_error} AS STRING) AS _cdc_decode_error",
         "topic AS _cdc_topic",
         "partition AS _cdc_partition",
@@ -163,6 +182,15 @@ def wire_exprs(
         ddl = sql_string(f"STRUCT<{key_ddl}>")
         out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _cdc_old_key")
     return out
+
+
+def _tx_sql(table: MirrorTable, p: str) -> str:
+    """``_cdc_tx`` of payload ``p`` (:data:`TX_TYPE`); a streamed change's phase is 1 whatever
+    a re-load mark makes of its position's (``positions.position_sql``)."""
+    tx = dialects.of(table.dialect).transaction_id_sql(f"{p}.transaction.id")
+    streamed = f"NOT {snapshot_read_sql(p)}"
+    order = f"{p}.transaction.data_collection_order"
+    return f"named_struct('id', {tx}, 'order', {order}, 'streamed', {streamed})"
 
 
 def _in_reload(table: MirrorTable, p: str) -> str | None:
@@ -238,6 +266,7 @@ _KAFKA_AND_CDC = [
     "_cdc_headers",
     "_cdc_op",
     "_cdc_position",
+    "_cdc_tx",
 ]
 
 

@@ -177,12 +177,18 @@ def reread_sql(op: str = "_cdc_op", position: str = "_cdc_position") -> str:
     return f"({op} = 'r' AND element_at({position}, 1) = 1)"
 
 
+def snapshot_read_sql(p: str) -> str:
+    """SQL: the event of payload ``p`` is a read of an initial snapshot (phase 0), not a
+    streamed change or an incremental-snapshot read (phase 1)."""
+    return f"({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental')"
+
+
 def position_sql(dialect: str, p: str, in_reload: str | None = None) -> str:
     """An event's position (``_cdc_position``) from its Debezium payload ``p``: the phase
     (snapshot reads before streamed changes), the source's own order, then the Kafka
     partition and offset as the last tie-breaker. ``in_reload``: SQL true for a change the
     table's re-loaded rows hold, whose phase is then ``IN_RELOAD`` (``reload_mark.py``)."""
-    phase = f"IF({p}.op = 'r' AND coalesce({p}.source.snapshot, 'false') <> 'incremental', 0, 1)"
+    phase = f"IF({snapshot_read_sql(p)}, 0, 1)"
     if in_reload:
         phase = f"IF({in_reload}, {IN_RELOAD}, {phase})"
     parts = [phase, *dialects.of(dialect).source_order_sql(p)]

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 
 from cdcmirror import dialects
 from cdcmirror.mirror.consistent_point import Applied, Batch, TxEnd
-from cdcmirror.mirror.positions import position_sql, source_length
-from cdcmirror.sql_text import sql_string
+from cdcmirror.mirror.positions import source_length
 
 TRANSACTION_TOPIC = "transaction"  # Debezium's ``topic.transaction`` default
 UNMARKED = "\u0000unmarked"  # the transaction of a streamed change that names none
@@ -47,83 +46,51 @@ def transaction_id(dialect: str, raw: str) -> str:
     return dialects.of(dialect).transaction_id(raw)
 
 
-def change_ddl(dialect: str, schemas: bool) -> str:
-    """The ``from_json`` schema of a change event's parts the proof reads: its op, its source
-    block (the position) and its transaction block."""
-    source = dialects.of(dialect).source_fields_ddl
-    body = (
-        f"op STRING, source STRUCT<{source}>, "
-        "transaction STRUCT<id STRING, data_collection_order BIGINT>"
-    )
-    return f"payload STRUCT<{body}>" if schemas else body
-
-
-SOURCE_MARK = ',"source":'
-
-
-def change_tail_sql(text: str, schemas: bool) -> str:
-    """Per change event's JSON ``text`` (a SQL expression): the part of it the proof parses
-    with :func:`change_ddl`, from the envelope's source block on. Debezium writes the
-    envelope's members in the order before, after, source, transaction, op, ts_ms (the
-    Avro reads keep it), and the JSON converter escapes every quote inside a string, so
-    ``,"source":`` appears unescaped only before a member's value, and its last appearance
-    is the envelope's own: the members after it name no ``source``, the row images before
-    it may (a column of that name), as may the schema part before the payload. The text from
-    there on (the source and transaction blocks, the op, the closing braces) is a few
-    hundred bytes, where the value with its schema is kilobytes; parsed, it gives the same
-    parts as the whole value. A value that is not such an envelope parses without an op:
-    the caller parses it whole (:func:`change_sql`).
-
-    >>> print(change_tail_sql("t", False))
-    concat('{"source":', substring_index(t, ',"source":', -1))
-    """
-    head = '{"payload":{"source":' if schemas else '{"source":'
-    return f"concat({sql_string(head)}, substring_index({text}, {sql_string(SOURCE_MARK)}, -1))"
-
-
-def change_sql(tail: str, text: str, dialect: str, schemas: bool) -> str:
-    """Per change event: its parts as :func:`change_ddl` reads them, from ``tail`` (a column
-    holding ``from_json`` of :func:`change_tail_sql`) when that found the op, else from the
-    whole ``text``.
-
-    >>> print(change_sql("c", "t", "mysql", False))  # doctest: +ELLIPSIS
-    CASE WHEN c.op IS NOT NULL THEN c ELSE from_json(t, 'op STRING, ...') END
-    """
-    op = f"{tail}.payload.op" if schemas else f"{tail}.op"
-    whole = f"from_json({text}, {sql_string(change_ddl(dialect, schemas))})"
-    return f"CASE WHEN {op} IS NOT NULL THEN {tail} ELSE {whole} END"
-
-
-def changes_sql(view: str, dialect: str, schemas: bool) -> str:
-    """Per topic and transaction, each run of consecutive ``data_collection_order`` with
-    the newest source position in it: ``topic, tx, lo, hi, newest`` (``newest`` the source
-    part, ``positions.source_length``). ``view`` has the Kafka columns and ``e``, the value
-    parsed with :func:`change_ddl`. A streamed change without a transaction block counts
-    in the row of transaction ``UNMARKED``; snapshot reads (phase 0) are outside any
-    transaction and count nowhere. A replayed change (the same order twice) counts once."""
-    p = "e.payload" if schemas else "e"
+def decoded_runs_sql(view: str, dialect: str) -> str:
+    """One table's decoded events of a batch (``view``, with ``_cdc_position`` and ``_cdc_tx``,
+    ``envelope.TX_TYPE``): per transaction, each run of consecutive ``data_collection_order``
+    with the newest source position in it (the source part, ``positions.source_length``), as
+    one JSON text, a list of ``{tx, lo, hi, newest}`` (one row: a batch of single-change
+    transactions has as many runs as events). A streamed change without a transaction block
+    counts under transaction ``UNMARKED``; snapshot reads are outside any transaction and
+    count nowhere. A change sent twice (the same order again) counts once. A streamed
+    change's phase counts as 1, whatever a re-load mark made of it (``reload_mark.py``): the
+    proof counts every change its transaction wrote."""
     n = source_length(dialect)
-    tx = dialects.of(dialect).transaction_id_sql(f"{p}.transaction.id")
     return f"""
 WITH c AS (
-  SELECT topic, tx, o, max(pos) AS pos FROM (
-    SELECT topic, slice({position_sql(dialect, p)}, 1, {n}) AS pos,
-      coalesce({tx}, '{UNMARKED}') AS tx,
-      coalesce({p}.transaction.data_collection_order, 0) AS o
-    FROM {view} WHERE {p}.op IS NOT NULL
-  ) WHERE pos[0] = 1
-  GROUP BY topic, tx, o
+  SELECT tx, o, max(pos) AS pos FROM (
+    SELECT concat(array(1L), slice(_cdc_position, 2, {n - 1})) AS pos,
+      coalesce(_cdc_tx.id, '{UNMARKED}') AS tx, coalesce(_cdc_tx.order, 0) AS o
+    FROM {view} WHERE _cdc_op IS NOT NULL AND _cdc_tx.streamed
+  )
+  GROUP BY tx, o
 ), i AS (
-  SELECT *, o - row_number() OVER (PARTITION BY topic, tx ORDER BY o) AS island FROM c
+  SELECT *, o - row_number() OVER (PARTITION BY tx ORDER BY o) AS island FROM c
+), r AS (
+  SELECT tx, min(o) AS lo, max(o) AS hi, max(pos) AS newest FROM i GROUP BY tx, island
 )
-SELECT topic, tx, min(o) AS lo, max(o) AS hi, max(pos) AS newest
-FROM i GROUP BY topic, tx, island
+SELECT to_json(collect_list(struct(tx, lo, hi, newest))) AS runs FROM r
 """
+
+
+def runs_of(topic: str, text: str | None) -> list[ChangeRun]:
+    """The runs of :func:`decoded_runs_sql`'s text, of the table of ``topic``.
+
+    >>> runs_of("s.t", '[{"tx": "7", "lo": 1, "hi": 2, "newest": [1, 5, 9]}]')
+    [ChangeRun(topic='s.t', tx='7', lo=1, hi=2, newest=(1, 5, 9))]
+    """
+    return [
+        ChangeRun(
+            topic, str(r["tx"]), int(r["lo"]), int(r["hi"]), tuple(int(x) for x in r["newest"])
+        )
+        for r in json.loads(text or "[]")
+    ]
 
 
 @dataclass(frozen=True)
 class ChangeRun:
-    """One row of :func:`changes_sql`."""
+    """One run of :func:`decoded_runs_sql`."""
 
     topic: str
     tx: str

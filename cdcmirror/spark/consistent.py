@@ -1,10 +1,10 @@
 """A source's consistent point, batch by batch (DESIGN.md, "A consistent database"; the proof
-is ``mirror/consistent_point.py``): while the tables read and decode their events, the batch's
-transaction records and change orders are read and the point advanced on a thread of its own
-(:meth:`ConsistentTag.prove`, :class:`PendingProof`); each table waits for it before its first
-commit, and one whose batch goes past the new point applies it in two commits
-(``spark/cdc/table.py``); after them every mirrored table's tag moves to its snapshot at the
-point (:meth:`publish`).
+is ``mirror/consistent_point.py``): each table decodes its events with their transactions
+(``_cdc_tx``) and hands its runs of them to the batch's proof (:class:`PendingProof`, which
+meanwhile reads the transaction topic); the proof is made once every table of the batch has
+handed them in, before any table commits, and a table whose batch goes past the new point
+applies it in two commits (``spark/cdc/table.py``); after them every mirrored table's tag
+moves to its snapshot at the point (:meth:`ConsistentTag.publish`).
 
 The ledger the proof carries from batch to batch is kept beside the streaming checkpoint,
 one file per batch (``LedgerStore``): a batch run again starts from the ledger of the batch
@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
+from cdcmirror.exceptions import MirrorError
 from cdcmirror.mirror.avro import WriterSchemas
 from cdcmirror.mirror.consistent_point import (
     Batch,
@@ -38,11 +40,9 @@ from cdcmirror.mirror.transaction_metadata import (
     ChangeRun,
     Published,
     batch_of,
-    change_ddl,
-    change_sql,
-    change_tail_sql,
-    changes_sql,
+    decoded_runs_sql,
     past_point,
+    runs_of,
 )
 from cdcmirror.spark.avro_frames import AvroFrames
 from cdcmirror.spark.iceberg import empty_snapshot, publish_point, snapshot_and_mark
@@ -86,47 +86,77 @@ class Proof:
         return point.position
 
 
-def parsed_changes(texts: DataFrame, dialect: str, schemas: bool, tail: bool = True) -> DataFrame:
-    """Kafka records with ``_text``, each value as JSON text, and ``e``: the parts of it the
-    proof reads (``transaction_metadata.change_ddl``), parsed from the envelope's source
-    block on (``change_tail_sql``), or from the whole text when that finds no op.
-
-    ``tail`` False: the whole text parsed, for a ``_text`` that is an expression, not a
-    column read (Avro values, ``avro_frames.py``): the cut and its fallback name ``_text``
-    three times, and Catalyst copies the expression into each, so the Avro reads and their
-    JSON text would be planned and run three times over."""
-    from pyspark.sql import functions as F
-
-    ddl = change_ddl(dialect, schemas)
-    if not tail:
-        return texts.withColumn("e", F.from_json("_text", ddl))
-    tail_text = F.from_json(F.expr(change_tail_sql("_text", schemas)), ddl)
-    parsed = texts.withColumn("_tail", tail_text)
-    return parsed.withColumn("e", F.expr(change_sql("_tail", "_text", dialect, schemas)))
+def table_runs(decoded: DataFrame, table: MirrorTable) -> list[ChangeRun]:
+    """The runs of ``table``'s decoded events of a batch (with ``_cdc_tx``): one small job
+    over the kept events (``transaction_metadata.decoded_runs_sql``)."""
+    spark = decoded.sparkSession
+    view = f"_cdcm_runs_{uuid.uuid4().hex}"
+    decoded.createOrReplaceTempView(view)
+    try:
+        row = spark.sql(decoded_runs_sql(view, table.dialect)).collect()[0]
+    finally:
+        spark.catalog.dropTempView(view)
+    return runs_of(table.topic, row["runs"])
 
 
 class PendingProof:
-    """A batch's proof, made on a thread of its own while the tables read and decode their
-    events (it reads the batch's records and the transaction topic, which no table needs):
-    a table waits for it only before its first commit, which the new point may split. Used
-    as a context manager by the batch: leaving it waits for the proof's thread, so that a
-    batch run again never proves beside the run before it."""
+    """A batch's proof, made on a thread of its own: it reads the transaction topic, then
+    waits for the runs of every table of the batch (``tables``), each handed in by the
+    table once its events are decoded (:meth:`split_at`, or :meth:`done` for a table that
+    decoded none), and advances the point; the tables wait for it before their first
+    commit. Every table of the batch must run at once (a table waiting here holds its
+    thread). Used as a context manager by the batch: leaving it waits for the proof's
+    thread, so that a batch run again never proves beside the run before it."""
 
     def __init__(
-        self, tag: ConsistentTag, spark: SparkSession, records: DataFrame, batch_id: int
+        self,
+        tag: ConsistentTag,
+        spark: SparkSession,
+        batch_id: int,
+        tables: Sequence[MirrorTable],
     ) -> None:
+        self._runs: dict[str, Future[list[ChangeRun]]] = {t.identifier: Future() for t in tables}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcmirror-proof")
         self._future: Future[Proof] = self._pool.submit(
-            _prove_in_group, tag, spark, records, batch_id
+            _prove_in_group, tag, spark, batch_id, self._collected
         )
 
     def result(self) -> Proof:
         """The proof (its error, when it failed)."""
         return self._future.result()
 
-    def split_at(self, table: MirrorTable) -> Position | None:
-        """:meth:`Proof.split_at`, once the proof is made."""
+    def split_at(self, table: MirrorTable, decoded: DataFrame) -> Position | None:
+        """:meth:`Proof.split_at`, once the proof is made with ``table``'s runs of its
+        ``decoded`` events (handed in by the table's own thread, once)."""
+        future = self._runs[table.identifier]
+        if not future.done():
+            try:
+                runs = table_runs(decoded, table)
+            except BaseException as exc:  # the proof fails with it
+                future.set_exception(exc)
+                raise
+            future.set_result(runs)
         return self.result().split_at(table)
+
+    def done(self, table: MirrorTable, error: BaseException | None = None) -> None:
+        """``table``'s share of the batch is over: when it handed in no runs, it has none
+        (it decoded no events: none in the batch, or a stopped table), or its ``error``
+        fails the proof, and every table waiting for it."""
+        future = self._runs[table.identifier]
+        if future.done():
+            return
+        if error is None:
+            future.set_result([])
+        else:
+            future.set_exception(error)
+
+    def _collected(self) -> list[ChangeRun]:
+        """Every table's runs, once all are handed in (the first table's error, if any)."""
+        wait(self._runs.values(), return_when=FIRST_EXCEPTION)
+        for name, future in self._runs.items():
+            if future.done() and (error := future.exception()) is not None:
+                raise MirrorError(f"no consistent point for the batch: {name} failed: {error}")
+        return [run for future in self._runs.values() for run in future.result()]
 
     def __enter__(self) -> PendingProof:
         return self
@@ -137,17 +167,23 @@ class PendingProof:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        for future in self._runs.values():  # the batch failed before the table began
+            if not future.done():
+                future.set_exception(MirrorError("the batch stopped before its proof"))
         self._pool.shutdown(wait=True)
 
 
 def _prove_in_group(
-    tag: ConsistentTag, spark: SparkSession, records: DataFrame, batch_id: int
+    tag: ConsistentTag,
+    spark: SparkSession,
+    batch_id: int,
+    collected: Callable[[], list[ChangeRun]],
 ) -> Proof:
     """:meth:`ConsistentTag.prove` in a Spark job group of its own (the group is per thread),
     so that no table's batch line counts the proof's jobs."""
     sc = spark.sparkContext
     sc.setJobGroup(f"cdcmirror-{batch_id}-proof", f"cdcmirror batch {batch_id}: the proof")
-    return tag.prove(spark, records, batch_id)
+    return tag.prove(spark, batch_id, collected)
 
 
 @dataclass
@@ -166,52 +202,29 @@ class ConsistentTag:
     waiting: str | None = field(default=None)  # why the point did not move, for the log
     _frames: AvroFrames = field(default_factory=AvroFrames)
 
-    def prove(self, spark: SparkSession, records: DataFrame, batch_id: int) -> Proof:
-        """Advance the point over the batch's ``records`` (every table's, as the stream
-        hands them over) and the transaction records written since the ledger's."""
-        from pyspark.sql import functions as F
-
+    def prove(
+        self, spark: SparkSession, batch_id: int, collected: Callable[[], Sequence[ChangeRun]]
+    ) -> Proof:
+        """Advance the point over the transaction records written since the ledger's and the
+        batch's runs of changes, every table's (``collected``: they come as the tables
+        decode their events)."""
         kept = self.store.before(batch_id)
         before = kept if kept is not None else self._first_ledger(spark, batch_id)
         if self.point is None:
             self.point = before.point
         markers, next_offset = self.read_transactions(self.transaction_topic, before.next_offset)
-        topics = [t.topic for t in self.tables]
-        view = f"_cdcm_tx_{abs(batch_id)}"
-        mine = records.where(F.col("topic").isin(topics)).where("value IS NOT NULL")
-        texts, schemas = self._texts(mine)
-        tail = self.registry is None
-        parsed_changes(texts, self.dialect, schemas, tail).createOrReplaceTempView(view)
-        try:
-            rows = spark.sql(changes_sql(view, self.dialect, schemas)).collect()
-        finally:
-            spark.catalog.dropTempView(view)
-        runs = [
-            ChangeRun(r["topic"], r["tx"], int(r["lo"]), int(r["hi"]), tuple(r["newest"]))
-            for r in rows
-        ]
+        texts = self._marker_texts(spark, markers)
         collections = {t.topic: t.source for t in self.tables}
         batch = batch_of(
-            runs,
+            collected(),
             collections,
-            self._marker_texts(spark, markers),
+            texts,
             self.dialect,
             self.schemas and self.registry is None,
             next_offset,
         )
         step = advance(before, batch, frozenset(collections.values()))
         return Proof(before, batch, step)
-
-    def _texts(self, records: DataFrame) -> tuple[DataFrame, bool]:
-        """Kafka records with ``_text``, each value as JSON text, and whether that text
-        carries the converter's schema (JSON with schemas); Avro values are read by Spark
-        (``avro_frames.py``) into the text the schemaless JSON converter writes."""
-        from pyspark.sql import functions as F
-
-        if self.registry is None:
-            return records.withColumn("_text", F.expr("CAST(value AS STRING)")), self.schemas
-        decoded = self._frames.decode_batch(records, self.registry)
-        return decoded.withColumn("_text", F.col("_cdc_json")), False
 
     def _marker_texts(
         self, spark: SparkSession, markers: Sequence[tuple[int, bytes | None]]
@@ -225,9 +238,10 @@ class ConsistentTag:
             [(topic, 0, o, v) for o, v in present],
             "topic string, partition int, offset long, value binary",
         )
-        texts, _ = self._texts(frame)
-        rows = texts.select("offset", "_text").collect()
-        return [(int(r["offset"]), str(r["_text"])) for r in rows if r["_text"] is not None]
+        # read by Spark (``avro_frames.py``) into the text the schemaless JSON converter writes
+        texts = self._frames.decode_batch(frame, self.registry)
+        rows = texts.select("offset", "_cdc_json").collect()
+        return [(int(r["offset"]), str(r["_cdc_json"])) for r in rows if r["_cdc_json"] is not None]
 
     def _first_ledger(self, spark: SparkSession, batch_id: int) -> Ledger:
         """A ledger from the point the tables name (a new mirror, or a lost checkpoint): the

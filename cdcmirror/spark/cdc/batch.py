@@ -199,21 +199,14 @@ class Applier:
         # became a Spark job of its own, for no gain (benchmarks/RESULTS.md), and the batch
         # sizes its shuffles itself (``_size_shuffles``). Off on every line alike.
         self.batch_spark.conf.set(ADAPTIVE, "false")
-        consistency = self.options.consistency
-        if consistency is None:
-            self._read_all(df, batch_id, started, None)
-            return
-        with PendingProof(consistency, self.batch_spark, df, batch_id) as proof:
-            self._read_all(df, batch_id, started, proof)
+        self._read_all(df, batch_id, started)
 
-    def _read_all(
-        self, df: DataFrame, batch_id: int, started: float, proof: PendingProof | None
-    ) -> None:
+    def _read_all(self, df: DataFrame, batch_id: int, started: float) -> None:
         """The batch's tables and streams with their records, applied (:meth:`_apply_all`)."""
         plan = planned(self.tables, self.streams, self.options.batch_ranges, batch_id, self._known)
         work = self._own_reads(plan, df) if plan is not None else None
         if work is not None:  # each table and stream reads its own records
-            self._apply_all(work, batch_id, started, -1.0, proof)
+            self._apply_all(work, batch_id, started, -1.0)
             return
         # read once, for the summary, every table's decode and the streams: JSON checked for
         # UTF-8; Avro decoded (the streams read the records, kept too)
@@ -226,7 +219,7 @@ class Applier:
             records = raw if raw is not None else batch
             tables = [(t, b, batch) for t, b in look.tables]
             work = _Work(tables, [(w, records) for w in look.streams], single_pass=False)
-            self._apply_all(work, batch_id, started, read_seconds, proof)
+            self._apply_all(work, batch_id, started, read_seconds)
         finally:
             batch.unpersist()
             if raw is not None:
@@ -251,31 +244,38 @@ class Applier:
             single_pass=True,
         )
 
-    def _apply_all(
-        self,
-        work: _Work,
-        batch_id: int,
-        started: float,
-        read_seconds: float,
-        proof: PendingProof | None,
-    ) -> None:
+    def _apply_all(self, work: _Work, batch_id: int, started: float, read_seconds: float) -> None:
         """Apply the tables and the streams concurrently, then :meth:`_finish`
-        (``read_seconds`` < 0: no first look, each read its records once); ``proof``: the
-        consistent point the batch's tables split at, being made (its error first, when it
-        failed: the tables waiting for it fail with it)."""
+        (``read_seconds`` < 0: no first look, each read its records once). With the
+        consistent tag, the batch's proof is made from every table's decoded events before
+        any table commits (``spark/consistent.py``): then every table runs at once, as each
+        waits for the others' decode."""
         self._size_shuffles(work)
-        with ThreadPoolExecutor(max_workers=max(1, self.options.parallelism)) as pool:
-            tables = [
-                pool.submit(self._table, t, b, r, batch_id, _split_of(proof, t))
-                for t, b, r in work.tables
-            ]
+        consistency = self.options.consistency
+        if consistency is None:
+            results = self._apply_tables(work, batch_id, None, self.options.parallelism)
+            self._finish(batch_id, results, started, read_seconds)
+            return
+        tables = [t for t, _, _ in work.tables]
+        with PendingProof(consistency, self.batch_spark, batch_id, tables) as proof:
+            workers = max(self.options.parallelism, len(tables))
+            results = self._apply_tables(work, batch_id, proof, workers)
+            proven = proof.result()
+        self._publish(batch_id, proven, results)
+        self._finish(batch_id, results, started, read_seconds)
+
+    def _apply_tables(
+        self, work: _Work, batch_id: int, proof: PendingProof | None, workers: int
+    ) -> list[_Done]:
+        """The tables and streams of ``work`` on ``workers`` threads (the proof's error
+        first, when it failed: the tables waiting for it fail with it)."""
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            tables = [pool.submit(self._table, t, b, r, batch_id, proof) for t, b, r in work.tables]
             single = work.single_pass
             streams = [pool.submit(self._stream, w, r, batch_id, single) for w, r in work.streams]
-            proven = proof.result() if proof is not None else None
-            results = [f.result() for f in tables] + [f.result() for f in streams]
-        if proven is not None:
-            self._publish(batch_id, proven, results)
-        self._finish(batch_id, results, started, read_seconds)
+            if proof is not None:
+                proof.result()
+            return [f.result() for f in tables] + [f.result() for f in streams]
 
     def _publish(self, batch_id: int, proof: Proof, results: list[_Done]) -> None:
         """The consistent tag after the batch's commits (``spark/consistent.py``)."""
@@ -313,15 +313,25 @@ class Applier:
         batch: TopicBatch,
         records: DataFrame | None,
         batch_id: int,
-        split_at: SplitAt | None,
+        proof: PendingProof | None,
     ) -> _Done:
         """One table's batch in a Spark job group of its own (the job group is per thread):
-        the batch line counts the table's Spark jobs (``spark_jobs``)."""
+        the batch line counts the table's Spark jobs (``spark_jobs``). With the consistent
+        tag, the table hands its decoded events' runs to the ``proof`` and waits for it
+        (``split_at``), or tells it that it has none, or fails it."""
         sc = self.batch_spark.sparkContext
         group = f"cdcmirror-{batch_id}-{table.identifier}"
         sc.setJobGroup(group, f"cdcmirror batch {batch_id}: {table.identifier}")
+        split_at = _split_of(proof, table)
         try:
-            outcome = self._read_and_apply(table, batch, records, batch_id, split_at)
+            try:
+                outcome = self._read_and_apply(table, batch, records, batch_id, split_at)
+            except BaseException as exc:
+                if proof is not None:
+                    proof.done(table, exc)
+                raise
+            if proof is not None:
+                proof.done(table)
             outcome.stats.spark_jobs = len(sc.statusTracker().getJobIdsForGroup(group))
             with self._lock:
                 self.tables[outcome.table.topic] = outcome.table
@@ -457,10 +467,10 @@ class Applier:
 
 def _split_of(proof: PendingProof | None, table: MirrorTable) -> SplitAt | None:
     """Where ``table``'s batch splits at the consistent point (None: no tag): asked for once
-    the table's events are decoded, when the proof is made."""
+    the table's events are decoded, with them, when the proof is made."""
     if proof is None:
         return None
-    return lambda: proof.split_at(table)
+    return lambda decoded: proof.split_at(table, decoded)
 
 
 def partitions_for(events: int, least: int, most: int) -> int:

@@ -100,6 +100,7 @@ def decode_events(
     known: list[str] | None = None,
     parts: list[str] | None = None,
     carriers: Mapping[str, Mapping[str, str]] | None = None,
+    transactions: bool = False,
 ) -> DataFrame:
     """``events``: Kafka records of ``table`` (JSON: with :func:`with_utf8_check`; Avro: with
     ``_cdc_json`` and ``_cdc_decode_error`` from ``avro_frames``, or, read once, with
@@ -111,12 +112,13 @@ def decode_events(
     schemas (JSON with schemas: its events are parsed from their payloads,
     ``schema_parts.payload_text_sql``); ``carriers``: by schema key
     (``evolution.schema_key``), the carriers its events decode with where the columns' differ
-    (``batch_evolution.Verdict.carriers``)."""
+    (``batch_evolution.Verdict.carriers``); ``transactions``: each event's transaction read
+    too (``_cdc_tx``, for the consistent tag)."""
     from pyspark.sql import functions as F
 
     if isinstance(avro, AvroReads) and "_cdc_json" not in events.columns:
         texts = avro.registry.schemas(sorted(int(k) for k in known or []))
-        events = avro.frames.decode(events, texts, envelope=AvroEnvelope(table))
+        events = avro.frames.decode(events, texts, envelope=AvroEnvelope(table, transactions))
     if schemas and parts and not avro:
         events = with_parts(events, parts)
     error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
@@ -129,7 +131,7 @@ def decode_events(
         text = F.col("_cdc_json")
     else:
         text = F.expr(payload_text_sql(parts or []) if schemas else "CAST(value AS STRING)")
-    env = F.from_json(text, envelope_ddl(table, schemas), JSON_OPTIONS)
+    env = F.from_json(text, envelope_ddl(table, schemas, transactions), JSON_OPTIONS)
     if avro and ENVELOPE in events.columns:  # built from the record, no JSON text
         env = F.when(F.col(ENVELOPE).isNotNull(), F.col(ENVELOPE)).otherwise(env)
     parsed = events.withColumn("env", env).withColumn(
@@ -137,7 +139,7 @@ def decode_events(
     )
     variants = _variants(carriers or {}, bool(avro), parts)
     return (
-        parsed.selectExpr(*wire_exprs(table, schemas, error, variants))
+        parsed.selectExpr(*wire_exprs(table, schemas, error, variants, transactions))
         .selectExpr(*decoded_exprs(table, variants))
         .selectExpr(*checked_exprs(table))
     )

@@ -69,9 +69,11 @@ from cdcmirror.table_properties import TRUNCATED_PROPERTY, TRUNCATED_TS_PROPERTY
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-SplitAt = Callable[[], Position | None]
+SplitAt = Callable[["DataFrame"], Position | None]
 """Where a table's batch splits at the consistent point (``spark/consistent.py``), asked for
-after its decode, before its first commit: the point's position, or None (one commit)."""
+after its decode, before its first commit, with its decoded events (the proof reads their
+transactions, ``_cdc_tx``): the point's position, or None (one commit)."""
+_NOT_IN_RELOAD = f"_cdc_position IS NULL OR _cdc_position[0] <> {IN_RELOAD}"
 
 
 VIEWS = ("_decoded", "_events", "_walked", "_deduped", "_source", "_changes", "_effective")
@@ -165,7 +167,14 @@ def _apply(
     if known is None or batch.mode is ReadMode.GUESSED or settings.known.of(table) is None:
         settings.known.learn(table, set(seen), not verdict.rejected)  # Avro: the ids, as text
     decoded = decode_events(
-        events, table, settings.schemas, settings.reads or False, known, seen, verdict.carriers
+        events,
+        table,
+        settings.schemas,
+        settings.reads or False,
+        known,
+        seen,
+        verdict.carriers,
+        transactions=split_at is not None,  # the proof reads each event's transaction
     )
     props = batch_summary(query_id, batch_id, table.topic, batch.starts, batch.offsets)
     tb = TableContext(
@@ -190,21 +199,30 @@ def _apply(
 def _apply_decoded(
     tb: TableContext, decoded: DataFrame, read_once: bool, split_at: SplitAt | None
 ) -> TableOutcome:
-    """Apply the decoded events (kept, with their aggregate, by the job that computes it)."""
-    if tb.table.reloaded is not None:  # changes the re-loaded rows hold: dropped, not counted
-        decoded = decoded.where(f"_cdc_position IS NULL OR _cdc_position[0] <> {IN_RELOAD}")
+    """Apply the decoded events (kept, with their aggregate, by the job that computes it).
+
+    Changes the re-loaded rows hold are dropped, not counted; with the consistent tag they
+    are dropped after the proof has read them (a transaction is complete with them)."""
+    outside = None if tb.table.reloaded is None else _NOT_IN_RELOAD
+    if outside is not None and split_at is None:
+        decoded = decoded.where(outside)
     with tb.stats.phase("decode"):
-        kept, agg = kept_with_aggregate(decoded, tb.table)
+        whole, agg = kept_with_aggregate(decoded, tb.table)
+    kept = whole
     try:
         if split_at is None or (read_once and agg.new_schemas):  # the latter: read again
             return _apply_kept(tb, kept, agg, read_once)
         with tb.stats.phase("point"):
-            at = split_at()
+            at = split_at(whole)
+        if outside is not None:
+            with tb.stats.phase("decode"):
+                kept = whole.where(outside)
+                agg = aggregate_of(kept, tb.table)
         if at is None:
             return _apply_kept(tb, kept, agg, read_once)
         return _apply_split(tb, kept, agg, at)
     finally:
-        let_go(kept)
+        let_go(whole)
 
 
 def _apply_split(
