@@ -546,6 +546,7 @@ def test_a_keyless_table_appends_each_change_once_per_source_position(
     reads of one snapshot (one source part) are both kept, and a new snapshot's read is
     appended again (the documented limit)."""
     from cdcmirror.mirror.merge_sql import append_merge_sql
+    from cdcmirror.spark.iceberg import current_snapshot, rows_added
 
     spark = spark_world.spark
     target = "merge_it.keyless"
@@ -566,9 +567,13 @@ def test_a_keyless_table_appends_each_change_once_per_source_position(
         "(4, 's1', 'r', array(0, 1, 60, 0, 0, 41), current_timestamp(), NULL), "  # re-snapshot
         "(6, 'd', 'd', array(1, 1, 300, 0, 0, 42), current_timestamp(), NULL)"
     )
+    added = []  # what the batch line counts (``iceberg.rows_added``)
     for rows in (first, later, later):  # the second batch run twice
         spark.sql(CHANGES.format(rows=rows)).createOrReplaceTempView("merge_it_keyless")
+        before = current_snapshot(spark, target).id
         spark.sql(append_merge_sql(log, target, "merge_it_keyless"))
+        added.append(rows_added(spark, target, before))
+    assert added == [5, 2, 0]
     query = f"SELECT id, name, _cdc_op, _cdc_deleted FROM {target} ORDER BY id, _cdc_position"
     got = [tuple(r) for r in spark.sql(query).collect()]
     assert got == [

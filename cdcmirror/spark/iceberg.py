@@ -94,6 +94,17 @@ def current_snapshot(spark: SparkSession, target: str) -> Read:
     return Read(int(snapshot.snapshotId()), _records(snapshot) or 0)
 
 
+def rows_added(spark: SparkSession, target: str, before: int | None) -> int:
+    """The rows the commit after snapshot ``before`` added to ``target`` (``added-records``
+    of its current snapshot); 0 when there is none: a MERGE that inserted nothing may commit
+    no snapshot."""
+    snapshot = iceberg_table(spark, target).currentSnapshot()
+    if snapshot is None or int(snapshot.snapshotId()) == before:
+        return 0
+    added = str(snapshot.summary().get("added-records"))
+    return int(added) if added.isdigit() else 0
+
+
 def snapshot_holds_rows(snapshot: Java) -> bool:
     """Whether a table's current ``snapshot`` (Java, or None) may hold rows: False only when
     there is none or its summary counts none (a summary without the count may hold rows)."""

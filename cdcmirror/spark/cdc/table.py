@@ -59,6 +59,7 @@ from cdcmirror.spark.iceberg import (
     current_snapshot,
     merge_on_read,
     recorded_mark,
+    rows_added,
     scanned_mark,
     snapshot_and_mark,
 )
@@ -281,7 +282,7 @@ def _apply_kept(
         n = source_length(table.dialect)
         applied = applied.where(newer("_cdc_position", position_literal(table.truncated_at), n))
     if table.mode == "append" or not table.key:
-        _append(tb, applied, agg, bool(table.truncated_at))
+        _append(tb, applied, agg)
     else:
         try:
             found = _apply_keyed(tb, applied, agg, bounds)
@@ -294,14 +295,16 @@ def _apply_kept(
     return TableOutcome(stats, dead, table)
 
 
-def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate, truncated: bool) -> None:
+def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate) -> None:
     """A keyless table's events, each appended once (``merge_sql.append_merge_sql``). The
     commit records the table's high-water mark, as a keyed table's do: the consistent point
-    tags no snapshot that holds a change after it (``spark/consistent.py``)."""
+    tags no snapshot that holds a change after it (``spark/consistent.py``). The batch line
+    counts the rows the commit added: a change sent again, or one before a TRUNCATE of the
+    batch, adds none."""
     with tb.stats.phase("merge"):
+        read = current_snapshot(tb.spark, tb.target)
         mark = recorded_mark(tb.spark, tb.target)
         if mark is None:  # written before marks were recorded here: read once from the rows
-            read = current_snapshot(tb.spark, tb.target)
             n = source_length(tb.table.dialect)
             mark = scanned_mark(tb.spark, as_of(tb.target, read.id), n) if read.id else []
     tb = tb.with_props(summary(raised(mark, agg.newest_position)))
@@ -311,7 +314,7 @@ def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate, truncated
             tb.commit(append_merge_sql(tb.table, tb.target, tb.view + "_events"), data=True)
     finally:
         tb.spark.catalog.dropTempView(tb.view + "_events")
-    tb.stats.inserts = applied.count() if truncated else agg.applied
+    tb.stats.inserts = rows_added(tb.spark, tb.target, read.id)
 
 
 def _truncate(tb: TableContext, agg: BatchAggregate) -> MirrorTable:
