@@ -151,11 +151,12 @@ class PendingProof:
             future.set_exception(error)
 
     def _collected(self) -> list[ChangeRun]:
-        """Every table's runs, once all are handed in (the first table's error, if any)."""
+        """Every table's runs, once all are handed in; a table's error, as it raised it (the
+        batch's retry judges it, ``spark/batches.py``), when one failed."""
         wait(self._runs.values(), return_when=FIRST_EXCEPTION)
-        for name, future in self._runs.items():
+        for future in self._runs.values():
             if future.done() and (error := future.exception()) is not None:
-                raise MirrorError(f"no consistent point for the batch: {name} failed: {error}")
+                raise error
         return [run for future in self._runs.values() for run in future.result()]
 
     def __enter__(self) -> PendingProof:
