@@ -105,7 +105,8 @@ def test_the_proof_counts_the_transactions_of_the_decoded_events(
     consecutive orders per transaction (its xid, the change's LSN cut off) with the newest
     position; a change sent twice counted once; a snapshot read nowhere; a streamed change
     without a transaction under ``UNMARKED``; a change a re-load's rows hold (whose position
-    is the re-load's phase) counted as streamed; a value that is no envelope nowhere."""
+    is the re-load's phase) counted as streamed; a value that is no envelope, or a change
+    without its source block (a dead letter), nowhere."""
     spark = spark_world.spark
     register_functions(spark)
     values = [
@@ -117,6 +118,7 @@ def test_the_proof_counts_the_transactions_of_the_decoded_events(
         _change("d", 140, "6:140", 1, key=5),
         _change("c", 150, None, 0, key=6),
         '{"note": "no envelope"}',
+        '{"op": "u", "after": {"id": 9}, "transaction": {"id": "5:1", "data_collection_order": 3}}',
     ]
     records: list[tuple[Any, ...]] = [("m.s.t", 0, i, v.encode(), []) for i, v in enumerate(values)]
     frame = spark.createDataFrame(records, KAFKA)

@@ -53,7 +53,8 @@ def decoded_runs_sql(view: str, dialect: str) -> str:
     one JSON text, a list of ``{tx, lo, hi, newest}`` (one row: a batch of single-change
     transactions has as many runs as events). A streamed change without a transaction block
     counts under transaction ``UNMARKED``; snapshot reads are outside any transaction and
-    count nowhere. A change sent twice (the same order again) counts once. A streamed
+    count nowhere, nor does an event without a whole source position (a dead letter, which
+    holds the point anyway). A change sent twice (the same order again) counts once. A streamed
     change's phase counts as 1, whatever a re-load mark made of it (``reload_mark.py``): the
     proof counts every change its transaction wrote."""
     n = source_length(dialect)
@@ -63,6 +64,7 @@ WITH c AS (
     SELECT concat(array(1L), slice(_cdc_position, 2, {n - 1})) AS pos,
       coalesce(_cdc_tx.id, '{UNMARKED}') AS tx, coalesce(_cdc_tx.order, 0) AS o
     FROM {view} WHERE _cdc_op IS NOT NULL AND _cdc_tx.streamed
+      AND NOT exists(_cdc_position, x -> x IS NULL)
   )
   GROUP BY tx, o
 ), i AS (
