@@ -58,7 +58,6 @@ from cdcmirror.spark.iceberg import (
     Read,
     current_snapshot,
     merge_on_read,
-    recorded_mark,
     rows_added,
     scanned_mark,
     snapshot_and_mark,
@@ -302,11 +301,10 @@ def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate) -> None:
     counts the rows the commit added: a change sent again, or one before a TRUNCATE of the
     batch, adds none."""
     with tb.stats.phase("merge"):
-        read = current_snapshot(tb.spark, tb.target)
-        mark = recorded_mark(tb.spark, tb.target)
+        read, mark = snapshot_and_mark(tb.spark, tb.target)  # one version of its metadata
         if mark is None:  # written before marks were recorded here: read once from the rows
             n = source_length(tb.table.dialect)
-            mark = scanned_mark(tb.spark, as_of(tb.target, read.id), n) if read.id else []
+            mark = scanned_mark(tb.spark, as_of(tb.target, read), n) if read else []
     tb = tb.with_props(summary(raised(mark, agg.newest_position)))
     applied.createOrReplaceTempView(tb.view + "_events")
     try:
@@ -314,7 +312,7 @@ def _append(tb: TableContext, applied: DataFrame, agg: BatchAggregate) -> None:
             tb.commit(append_merge_sql(tb.table, tb.target, tb.view + "_events"), data=True)
     finally:
         tb.spark.catalog.dropTempView(tb.view + "_events")
-    tb.stats.inserts = rows_added(tb.spark, tb.target, read.id)
+    tb.stats.inserts = rows_added(tb.spark, tb.target, read)
 
 
 def _truncate(tb: TableContext, agg: BatchAggregate) -> MirrorTable:
