@@ -125,11 +125,13 @@ def test_batch_line_counts_each_key_once(pg: Mirrored, caplog: pytest.LogCapture
     # the phases that ran (a delete: tombstones too; its deletes of stored rows told by the
     # keys' first events, which the commit agrees with: not counted again), and the Spark jobs
     phases = mine[0]["phase_seconds"]
-    assert set(phases) == {"decode", "dedupe_classify", "merge", "tombstones"}, phases
+    # (the consistent tag is on by default: the table waits for the batch's proof, ``point``)
+    assert set(phases) == {"decode", "dedupe_classify", "point", "merge", "tombstones"}, phases
     assert all(0 < phases[k] <= mine[0]["table_seconds"] for k in phases)
     assert mine[0]["merge_seconds"] == phases["merge"]
-    # one job each: the decode (kept with its aggregate), the MERGE, the tombstones' append
-    assert mine[0]["spark_jobs"] == 3, mine[0]
+    # one job each: the decode (kept with its aggregate), the table's transaction runs for
+    # the consistent tag's proof, the MERGE, the tombstones' append
+    assert mine[0]["spark_jobs"] == 4, mine[0]
     pg.assert_same()
 
 
@@ -164,7 +166,8 @@ def test_a_batch_newer_than_the_table_goes_without_a_classification(
     newest = pg.spark.sql(f"SELECT summary FROM {pg.identifier}.snapshots ORDER BY committed_at")
     expected = {"inserts": 3, "updates": 2, "deletes": 1, "duplicates": 4, "stale": 0}
     assert counts == expected, newest.collect()[-1]
-    phases = {"decode", "dedupe_classify", "merge", "tombstones"}  # no count: told by the events
+    # no count: told by the events
+    phases = {"decode", "dedupe_classify", "point", "merge", "tombstones"}
     assert set(mine[0]["phase_seconds"]) == phases, mine[0]
     namespace, name = pg.identifier.rsplit(".", 1)
     tombs = pg.spark.sql(f"SELECT id FROM {namespace}__cdcmirror.{name}__deleted").collect()
@@ -175,10 +178,11 @@ def test_a_batch_newer_than_the_table_goes_without_a_classification(
 def test_a_batch_of_updates_runs_the_decode_and_the_merge_only(
     pg: Mirrored, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Updates only, newer than the table: one Spark job for the decode and one for the
-    MERGE (an inner join). Spark's runtime bloom filter, which took the kept batch for a big
-    table and filtered it with the keys of a second scan of the table, 8 Mbit of them, a job
-    of its own, is off in the session (``session.py``)."""
+    """Updates only, newer than the table: one Spark job for the decode, one for the
+    MERGE (an inner join) and one for the transaction runs the consistent tag's proof reads.
+    Spark's runtime bloom filter, which took the kept batch for a big table and filtered it
+    with the keys of a second scan of the table, 8 Mbit of them, a job of its own, is off in
+    the session (``session.py``)."""
     sc.settle(pg)
     pg.mirror()
     table, stored = pg.source.table, pg.workload.ids[:3]
@@ -189,8 +193,8 @@ def test_a_batch_of_updates_runs_the_decode_and_the_merge_only(
         pg.mirror()
     mine = sc.batch_lines(caplog, pg.identifier)
     assert len(mine) == 1 and mine[0]["direct"] and mine[0]["updates"] == 3, mine
-    assert set(mine[0]["phase_seconds"]) == {"decode", "dedupe_classify", "merge"}, mine[0]
-    assert mine[0]["spark_jobs"] == 2, mine[0]
+    assert set(mine[0]["phase_seconds"]) == {"decode", "dedupe_classify", "point", "merge"}, mine[0]
+    assert mine[0]["spark_jobs"] == 3, mine[0]
     pg.assert_same()
 
 

@@ -266,7 +266,7 @@ class Mirror(Section):
     metrics_port: int = setting(0, "The port of the job's Prometheus metrics; 0: none.")
     metrics_host: str = setting("127.0.0.1", "The address the metrics endpoint listens on.")
     consistent_tag: str = setting(
-        "",
+        "cdc_consistent",
         "The Iceberg tag that marks, on every mirrored table, one source transaction boundary "
         "(the consistent point); empty: off.",
     )
