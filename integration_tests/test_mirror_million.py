@@ -198,10 +198,14 @@ def test_random_workload_on_a_million_rows_in_one_batch_then_in_small_ones(
     lines = _mirror(big, caplog, 150)
     # a key change's delete and create share one LSN: a batch that starts between them is
     # as old as the table's mark (as a replay of the delete would be), so it is classified;
-    # every other batch goes direct
+    # every other batch goes direct. With the consistent tag (on by default) a batch can be
+    # applied in two commits, cut at the point: when the second holds such a delete alone,
+    # it applies nothing (the create carries the delete) and raises no mark, so the create
+    # starting the next batch is newer than the table and goes direct as well
     classified = [x for x in lines if not x["direct"]]
     assert len(lines) >= 10, lines
-    assert [x["batch"] for x in classified] == _split_key_changes(big, lines), lines
+    cut = _split_key_changes(big, lines)
+    assert cut and {x["batch"] for x in classified} <= set(cut), (cut, lines)
     assert all(x["keys_broadcast"] and not x["stale"] for x in classified), classified
     _same_touched(big, work.touched)
 

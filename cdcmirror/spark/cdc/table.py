@@ -247,6 +247,11 @@ def _apply_split(
         table, dead = done.table, [done.dead]
     at_point = Published(*snapshot_and_mark(tb.spark, tb.target))
     second = _apply_kept(replace(tb, table=table), halves[1], aggs[1], read_once=False)
+    # the batch line's: every half that applies a change went without a classification (a
+    # half of a key change's delete alone applies nothing: its create carries the delete)
+    direct = [h.direct for h, agg in ((first, aggs[0]), (tb.stats, aggs[1])) if agg.applied]
+    tb.stats.direct = bool(direct) and all(direct)
+    tb.stats.keys_broadcast = tb.stats.keys_broadcast or first.keys_broadcast
     tb.stats.add(first)
     found = [d for d in (*dead, second.dead) if d is not None]
     merged = found[0].unionByName(found[1]) if len(found) == 2 else (found[0] if found else None)
