@@ -57,7 +57,8 @@ class UnsupportedTypeError(CdcMirrorError):
 
 
 class NotLoadableError(UnsupportedTypeError):
-    """A column whose value the initial load by Spark cannot produce exactly as the stream."""
+    """A column whose value, or a table whose rows, the initial load by Spark cannot produce
+    exactly as the stream."""
 
 
 class SourceError(CdcMirrorError):

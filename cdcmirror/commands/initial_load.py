@@ -34,7 +34,14 @@ from cdcmirror.load.partitions import (
     partition_count,
     point_ranges,
 )
-from cdcmirror.load.plan import PENDING, LoadChoice, TableLoad, load_columns, summary
+from cdcmirror.load.plan import (
+    PENDING,
+    LoadChoice,
+    TableLoad,
+    check_keyed,
+    load_columns,
+    summary,
+)
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.high_water import loaded
 from cdcmirror.mirror.positions import binlog_file_index, loaded_position, source_length
@@ -137,7 +144,9 @@ def load_by_spark(
 
 
 def table_load(dialect: str, d: DesiredTable) -> TableLoad:
-    """How the table is read; raises ``NotLoadableError`` naming a column Spark cannot load."""
+    """How the table is read; raises ``NotLoadableError`` naming a column Spark cannot load,
+    or a table (``plan.check_keyed``)."""
+    check_keyed(dialect, d.source.qualified, d.key)
     columns = [d.source.column(m.source) for m in d.mappings]
     mapped = [(m.iceberg_type, m.carrier) for m in d.mappings]
     return TableLoad(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdcmirror import dialects
+from cdcmirror.exceptions import NotLoadableError
 from cdcmirror.load import mysql, postgresql
 from cdcmirror.load.columns import LoadColumn
 from cdcmirror.source_model import SourceColumn
@@ -52,6 +53,30 @@ class TableLoad:
         selects = ", ".join(c.select for c in self.columns)
         source = dialects.of(self.dialect).table_sql(self.source)
         return f"(SELECT {selects} FROM {source} WHERE {where}) s"
+
+
+def check_keyed(dialect: str, qualified: str, key: Sequence[str]) -> None:
+    """Refuse a table without a key where the load's reads come after the stream's start
+    (MySQL/MariaDB, ``dialects``' ``slot`` false): a row inserted between the start and its
+    read would be both read and streamed, and a table without a key cannot tell the two
+    apart, so it would be appended twice. PostgreSQL's reads see the slot's start itself.
+
+    >>> check_keyed("postgresql", "s.log", ())
+    >>> check_keyed("mysql", "s.log", ("id",))
+    >>> try:
+    ...     check_keyed("mysql", "s.log", ())
+    ... except NotLoadableError as exc:
+    ...     print(str(exc)[:60])
+    s.log has no key, so it cannot be loaded with initial_load =
+    """
+    if key or dialects.of(dialect).slot:
+        return
+    raise NotLoadableError(
+        f'{qualified} has no key, so it cannot be loaded with initial_load = "spark" (its '
+        "reads come after the stream's start: a row inserted meanwhile would be appended "
+        'twice); set [bootstrap] initial_load = "debezium", give it a primary key, or leave '
+        "the table out"
+    )
 
 
 def load_columns(
