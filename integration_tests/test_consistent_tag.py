@@ -36,6 +36,7 @@ from cdcmirror.config import load_config
 from cdcmirror.exceptions import CdcMirrorError
 from cdcmirror.mirror.consistent_point import Point
 from cdcmirror.stack.control import Stack
+from cdcmirror.table_properties import LOAD_PROPERTY
 from support import services
 from support.bootstrap_env import run_cli
 from support.mirror_env import MirrorJob, continuous_mirror
@@ -136,7 +137,10 @@ def _invariant(state: dict[str, dict[int, int]]) -> str | None:
 def _rows(table: Any, snapshot_id: int | None) -> dict[int, int]:
     arrow = table.scan(snapshot_id=snapshot_id).to_arrow()
     value = "amount" if "amount" in arrow.column_names else "balance"
-    return dict(zip(arrow["id"].to_pylist(), arrow[value].to_pylist(), strict=True))
+    ids = arrow["id"].to_pylist()
+    # the keyless ledger's ids are unique at the source too: a row appended twice shows here
+    assert len(set(ids)) == len(ids), f"{table.name()}: {len(ids) - len(set(ids))} rows twice"
+    return dict(zip(ids, arrow[value].to_pylist(), strict=True))
 
 
 class Reader:
@@ -192,14 +196,15 @@ def _source(source: Source) -> dict[str, dict[int, int]]:
         conn.close()
 
 
-def _tables(source: Source) -> None:
+def _tables(source: Source, keyed_ledger: bool = False) -> None:
     conn = source.connect()
     s = source.schema
+    ledger = "id bigint PRIMARY KEY" if keyed_ledger else "id bigint"  # keyless: appended
     try:
         statements = [
             (f"CREATE TABLE {s}.a (id bigint PRIMARY KEY, balance bigint)", ()),
             (f"CREATE TABLE {s}.b (id bigint PRIMARY KEY, balance bigint)", ()),
-            (f"CREATE TABLE {s}.ledger (id bigint, amount bigint)", ()),  # keyless: appended
+            (f"CREATE TABLE {s}.ledger ({ledger}, amount bigint)", ()),
             (f"INSERT INTO {s}.ledger VALUES (0, 0)", ()),  # every table has a row
         ]
         for t in ("a", "b"):
@@ -218,13 +223,18 @@ def _tables(source: Source) -> None:
 
 
 SETTINGS = {"consistent_tag": TAG, "max_events_per_batch": 40}
+SPARK_LOAD = {"initial_load": "spark"}
 
 
 @pytest.fixture(params=["postgresql", "mariadb", "postgresql-avro"])
 def transfers(
     request: pytest.FixtureRequest, stack: Stack, spark_world: SparkWorld
 ) -> Iterator[tuple[Source, Path]]:
+    """The source and the config of its mirror, bootstrapped; a ``-load`` param: not yet
+    bootstrapped, its bootstrap loads the tables by Spark (the test runs it)."""
     base = spark_world.config.base_dir
+    later = request.param.endswith("-load")
+    load = {"bootstrap": SPARK_LOAD} if later else {}
     if request.param.startswith("postgresql"):
         fmt = "avro" if request.param.endswith("avro") else "json"
         request.getfixturevalue("postgres")
@@ -244,8 +254,10 @@ def transfers(
                 services.TEST_DATABASE,
                 mirror=SETTINGS,
                 kafka_format=fmt,
+                **load,
             )
-            bootstrap(config)
+            if not later:
+                bootstrap(config)
             yield source, config
         finally:
             services.drop_published_schema(schema, f"cdcmirror-{schema}")
@@ -257,9 +269,11 @@ def transfers(
         services.maria_database(cur, schema)
     source = Source("mysql", schema)
     try:
-        _tables(source)
-        config = make_config(base, schema, "mysql", f"{schema}.*", schema, mirror=SETTINGS)
-        bootstrap(config)
+        # MySQL/MariaDB: a Spark load refuses a keyless table (``load/plan.check_keyed``)
+        _tables(source, keyed_ledger=later)
+        config = make_config(base, schema, "mysql", f"{schema}.*", schema, mirror=SETTINGS, **load)
+        if not later:
+            bootstrap(config)
         yield source, config
     finally:
         services.connect_client().delete(f"cdcmirror-{schema}")
@@ -383,3 +397,87 @@ def test_tagged_state_keeps_a_cross_table_invariant_the_heads_break(
     assert report.exit_code == 0, report.output
     shown_point = json.loads(report.stdout)["consistent_point"]
     assert shown_point["transaction"] == read.point.tx and shown_point["lag_seconds"] >= 0
+
+
+@pytest.mark.parametrize("transfers", ["postgresql", "mariadb"], indirect=True)
+def test_a_reloaded_table_is_tagged_once_the_point_passes_its_reads(
+    transfers: tuple[Source, Path],
+) -> None:
+    """Table ``b`` re-loaded by Spark (``repair --method reload``) while the job is stopped
+    and transfers go on: its rows hold every transaction up to the end of its reads, so
+    its tag must not name it at a point before that, where the other tables stand. The job
+    started again catches up in small batches, each of which can prove a point; the tagged
+    state keeps the invariant at every read and reaches the source's."""
+    source, config = transfers
+    reader = Reader(config, f"{source.schema}_mirror")
+    work = Transfers(source, 7171)
+    with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
+        _run_and_read(reader, work, 30)
+        _until_tagged_is_source(job, reader, source)
+    before = reader.newest
+    work.run(120, 0)  # the job stopped: transactions the re-load's rows hold
+    reloaded = run_cli(config, "repair", "--table", "b", "--method", "reload")
+    assert reloaded.exit_code == 0, reloaded.output
+    work.run(20, 0)  # and after it
+    with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
+        _until_tagged_is_source(job, reader, source)
+    # the batches proved points before the re-load's reads ended, and said why the tag stayed
+    assert "was loaded by reads that ended at" in job.output, job.output[-3000:]
+    assert reader.newest is not None and before is not None
+    assert reader.newest.position > before.position
+    assert reader.tagged_reads >= 5, reader.tagged_reads
+
+
+@pytest.mark.parametrize("transfers", ["postgresql-load", "mariadb-load"], indirect=True)
+def test_a_spark_initial_load_under_transfers_is_tagged_whole(
+    transfers: tuple[Source, Path],
+) -> None:
+    """Bootstrap loads the three tables by Spark while transfers go on. PostgreSQL reads
+    them all in the slot's snapshot; MariaDB reads them one after another after the
+    stream's start, each at its own moment, so no point before the last table's reads
+    ended has every table at it. The job then catches up in small batches: the tagged
+    state keeps the invariant at every read and reaches the source's."""
+    source, config = transfers
+    if source.dialect == "mysql":  # a keyless table would be read and streamed: refused
+        _refuses_a_keyless_table(source, config.parent)
+    work = Transfers(source, 7272)
+    worker = threading.Thread(target=work.run, args=(150, 0.03))
+    worker.start()
+    try:
+        result = run_cli(config, "bootstrap")
+    finally:
+        worker.join()
+    assert result.exit_code == 0, result.output
+    reader = Reader(config, f"{source.schema}_mirror")
+    for identifier in reader.ids:  # loaded by Spark, where its reads ended recorded
+        properties = reader.catalog.load_table(identifier).properties
+        assert '"through"' in properties[LOAD_PROPERTY], (identifier, properties)
+    with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
+        _run_and_read(reader, work, 60)
+        _until_tagged_is_source(job, reader, source)
+    assert work.done == 210 and reader.tagged_reads >= 3, reader.tagged_reads
+
+
+def _refuses_a_keyless_table(source: Source, base: Path) -> None:
+    """Bootstrap of a MariaDB table without a key, loaded by Spark: exit 2 naming the table
+    and what to do, before any connector is registered. The table is dropped after."""
+
+    def run(sql: str) -> None:
+        conn = source.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        finally:
+            conn.close()
+
+    run(f"CREATE TABLE {source.schema}.notes (id bigint, note text)")
+    name = f"{source.schema}_k"
+    config = make_config(
+        base, name, "mysql", f"{source.schema}.notes", source.schema, bootstrap=SPARK_LOAD
+    )
+    refused = run_cli(config, "bootstrap")
+    assert refused.exit_code == 2, refused.output
+    assert f"{source.schema}.notes has no key" in refused.output, refused.output
+    assert 'initial_load = "debezium"' in refused.output, refused.output
+    assert f"cdcmirror-{name}" not in services.connect_client().names()
+    run(f"DROP TABLE {source.schema}.notes")

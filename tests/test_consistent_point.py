@@ -105,6 +105,22 @@ def test_a_table_holding_a_later_transaction_from_an_earlier_batch_holds_the_poi
     assert step.moved and step.ledger.point is not None and step.ledger.point.tx == "b"
 
 
+def test_a_table_loaded_by_reads_past_the_newest_transaction_holds_the_point() -> None:
+    # u was loaded by Spark by reads that ended at (1, 6): its rows may hold b's change
+    loaded = {U: (1, 6)}
+    one = Batch(("a", "b"), (end("a", 1, t=1),), {("a", T): seen(1, 1, 4), ("b", U): seen(1, 1, 5)})
+    step = advance(Ledger(), one, BOTH, loaded)
+    assert not step.moved and step.split == frozenset()
+    assert step.waiting == "s.u was loaded by reads that ended at (1, 6), past transaction a"
+    # b's END and a third transaction past the reads: the point passes them all
+    two = Batch(("c",), (end("b", 2, u=1), end("c", 3, t=1)), {("c", T): seen(1, 1, 7)})
+    step = advance(step.ledger, two, BOTH, loaded)
+    assert step.moved and step.ledger.point is not None and step.ledger.point.tx == "c"
+    # a table loaded long ago (its reads ended before the point) holds nothing back
+    step = advance(Ledger(), one, BOTH, {U: (1, 2)})
+    assert step.moved and step.ledger.point is not None and step.ledger.point.tx == "a"
+
+
 def test_the_several_tables_rule() -> None:
     a, b = Point("1", 0, 0, (1,)).text(), Point("2", 1, 0, (2,)).text()
     assert same_point([a, a]) and not same_point([a, b]) and not same_point([])

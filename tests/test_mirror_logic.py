@@ -13,6 +13,7 @@ from cdcmirror.bootstrap.connector import converter_settings
 from cdcmirror.bootstrap.plan import carrier_with_scale
 from cdcmirror.config.settings import Kafka, KafkaFormat
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.load.plan import summary
 from cdcmirror.mirror.carriers import (
     CarrierError,
     carrier_of_field,
@@ -36,7 +37,7 @@ from cdcmirror.mirror.merge_sql import (
 from cdcmirror.mirror.positions import source_length
 from cdcmirror.mirror.spec import MirrorTable, mirror_table
 from cdcmirror.mirror.toast import placeholder_sql, toastable, unavailable_sql
-from cdcmirror.table_properties import CARRIERS_PROPERTY
+from cdcmirror.table_properties import CARRIERS_PROPERTY, LOAD_PENDING, LOAD_PROPERTY
 from support.tables import make_table
 
 DECIMAL = "bytes org.apache.kafka.connect.data.Decimal"
@@ -127,6 +128,15 @@ def test_spec_from_table_properties_and_missing_carriers() -> None:
     assert maria is not None and maria.dialect == "mysql"
     with pytest.raises(ConfigError, match=r"names no source flavor \(postgresql, mysql, mariadb"):
         mirror_table("ns.items", cols, ("id",), {**props, "cdcmirror.source": "public.t"}, "s")
+    # where a Spark load's reads ended, which the consistent tag waits to pass
+    assert spec.read_through is None and not spec.loading
+    loaded = summary([0, 5, 5, -1, -1], 7, 3, [1, 9, 9])
+    spec = mirror_table("ns.items", cols, ("id",), {**props, LOAD_PROPERTY: loaded}, "shop")
+    assert spec is not None and spec.read_through == (1, 9, 9) and not spec.loading
+    pending = mirror_table(
+        "ns.items", cols, ("id",), {**props, LOAD_PROPERTY: LOAD_PENDING}, "shop"
+    )
+    assert pending is not None and pending.loading and pending.read_through is None
 
 
 def test_evolution_adds_widens_and_refuses() -> None:

@@ -44,7 +44,12 @@ from cdcmirror.load.plan import (
 )
 from cdcmirror.load.progress import TableProgress
 from cdcmirror.mirror.high_water import loaded
-from cdcmirror.mirror.positions import binlog_file_index, loaded_position, source_length
+from cdcmirror.mirror.positions import (
+    binlog_file_index,
+    loaded_position,
+    observed_position,
+    source_length,
+)
 from cdcmirror.table_properties import LOAD_PROPERTY
 
 logger = logging.getLogger(__name__)
@@ -177,7 +182,8 @@ def _load_postgresql(
         report.start = f"replication slot {slot} at LSN {snap.lsn:X}"
         init = snapshot_session_init(snap.name)
         position = loaded_position("postgresql", (snap.lsn,))
-        load_all(ctx, loads, report, init, position, snap.taken_us)
+        # one snapshot for every table: their reads end where they began
+        load_all(ctx, loads, report, init, position, snap.taken_us, lambda: (snap.lsn,))
     logger.info("registering connector %s (it streams from slot %s)", connector, slot)
     return register()
 
@@ -212,7 +218,16 @@ def _load_mysql(
     report.start = f"connector {connector} streaming from {start[0]}:{start[1]}"
     position = loaded_position("mysql", (binlog_file_index(file), pos))
     init = dialects.of("mysql").session_init
-    load_all(ctx, loads, report, init, position, int(time.time() * 1e6))
+    load_all(ctx, loads, report, init, position, int(time.time() * 1e6), lambda: binlog_now(ctx))
+
+
+def binlog_now(ctx: LoadContext) -> tuple[int, int]:
+    """MySQL/MariaDB: the binlog's end now (file index, offset), as ``loaded_position``
+    takes it."""
+    from cdcmirror.source.load_reads import binlog_position
+
+    file, pos, _ = binlog_position(ctx.engine)
+    return binlog_file_index(file), pos
 
 
 def load_all(
@@ -222,7 +237,11 @@ def load_all(
     session_init: str,
     position: list[int],
     source_ts_us: int,
+    log_now: Callable[[], tuple[int, ...]],
 ) -> None:
+    """Read and write each of ``loads``; ``log_now``: the source log's position once a
+    table's reads are done (as ``loaded_position`` takes it), recorded with the load
+    (``plan.read_through``): the rows may hold any change before it."""
     from cdcmirror.spark.load.initial_load import (
         JdbcSource,
         ProgressWatch,
@@ -248,7 +267,9 @@ def load_all(
             TableProgress(load.identifier, estimate, len(where), len(where), done.seconds,
                           rows=done.rows)
         )  # fmt: skip
-        _set_loaded(ctx.iceberg, load.identifier, summary(position, source_ts_us, done.rows))
+        through = observed_position(ctx.dialect, log_now())[: source_length(ctx.dialect)]
+        record = summary(position, source_ts_us, done.rows, through)
+        _set_loaded(ctx.iceberg, load.identifier, record)
         report.tables.append(
             LoadedTable(load.identifier, done.rows, done.bad, done.example, done.seconds,
                         len(where), done.kept_deleted)

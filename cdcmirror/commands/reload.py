@@ -31,6 +31,7 @@ from cdcmirror.commands.initial_load import (
     Leased,
     LoadContext,
     LoadReport,
+    binlog_now,
     load_all,
     snapshot_session_init,
     table_load,
@@ -136,7 +137,7 @@ def _read_at_fixed_start(ctx: LoadContext, load: Any, report: LoadReport) -> Non
             report.start = f"exported snapshot {snap.name} at LSN {snap.lsn:X}"
             position = loaded_position(ctx.dialect, (snap.lsn,))
             init = snapshot_session_init(snap.name)
-            load_all(ctx, [load], report, init, position, snap.taken_us)
+            load_all(ctx, [load], report, init, position, snap.taken_us, lambda: (snap.lsn,))
         # committed rows first: a mark on rows not written would drop changes they lack
         mark = from_snapshot(snap.xids, snap.lsn)
         set_properties(ctx.iceberg, load.identifier, {RELOADED_PROPERTY: mark.text()})
@@ -144,6 +145,7 @@ def _read_at_fixed_start(ctx: LoadContext, load: Any, report: LoadReport) -> Non
     file, pos, clock_ms = binlog_position(ctx.engine)
     report.start = f"binlog {file}:{pos}"
     position = loaded_position(ctx.dialect, (binlog_file_index(file), pos))
-    load_all(ctx, [load], report, d.session_init, position, int(time.time() * 1e6))
+    now_us = int(time.time() * 1e6)
+    load_all(ctx, [load], report, d.session_init, position, now_us, lambda: binlog_now(ctx))
     binlog_mark = BinlogReloadMark(binlog_file_index(file), pos, clock_ms)
     set_properties(ctx.iceberg, load.identifier, {RELOADED_PROPERTY: binlog_mark.text()})

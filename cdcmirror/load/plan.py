@@ -175,13 +175,45 @@ def snapshot_mode(load: str) -> dict[str, str]:
     return {"snapshot.mode": "no_data", "heartbeat.interval.ms": "2000"}
 
 
-def summary(position: Sequence[int], source_ts_us: int, rows: int) -> str:
-    """The load's record in the table's snapshot summary and properties.
+def summary(
+    position: Sequence[int], source_ts_us: int, rows: int, through: Sequence[int] | None = None
+) -> str:
+    """The load's record in the table's snapshot summary and properties; ``through``: the
+    source position (streamed phase, its source part) its reads ended at (``read_through``).
 
     >>> summary([0, 5, 5, -1, -1], 7, 3)
     '{"position": [0, 5, 5, -1, -1], "rows": 3, "source_ts_us": 7}'
+    >>> summary([0, 5, 5, -1, -1], 7, 3, [1, 9, 9])
+    '{"position": [0, 5, 5, -1, -1], "rows": 3, "source_ts_us": 7, "through": [1, 9, 9]}'
     """
-    return json.dumps(
-        {"position": list(position), "rows": rows, "source_ts_us": source_ts_us},
-        sort_keys=True,
-    )
+    record: dict[str, Any] = {
+        "position": list(position),
+        "rows": rows,
+        "source_ts_us": source_ts_us,
+    }
+    if through is not None:
+        record["through"] = list(through)
+    return json.dumps(record, sort_keys=True)
+
+
+def read_through(text: str | None) -> tuple[int, ...] | None:
+    """Where the reads of the load ``text`` records (``summary``) ended, as a source position
+    of the streamed phase: every change its rows may hold lies before it. Only from there on
+    is the loaded table a state of the source; before it, the rows can hold changes read a
+    while after the stream's start (MySQL/MariaDB read one key range after another), so the
+    consistent tag waits for a point at or past it (``consistent_point.py``). None: not
+    known (a load before cdcmirror recorded it, or none).
+
+    >>> read_through('{"position": [0, 5, 5], "rows": 3, "source_ts_us": 7, "through": [1, 9, 9]}')
+    (1, 9, 9)
+    >>> read_through('{"position": [0, 5, 5], "rows": 3, "source_ts_us": 7}'), read_through(None)
+    (None, None)
+    >>> read_through(LOAD_PENDING)
+    """
+    if not text or text == LOAD_PENDING:
+        return None
+    try:
+        through = json.loads(text).get("through")
+    except (ValueError, AttributeError):
+        return None
+    return tuple(int(x) for x in through) if through else None

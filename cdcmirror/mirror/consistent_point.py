@@ -234,9 +234,17 @@ def _older(position: Position, point: Point | None) -> bool:
     return point is not None and position <= point.position
 
 
-def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
+def advance(
+    ledger: Ledger,
+    batch: Batch,
+    mirrored: frozenset[str],
+    loaded: Mapping[str, Position] | None = None,
+) -> Step:
     """The point after ``batch``, whose changes of ``mirrored`` tables (data collections, as
-    Debezium names them) are all applied by the time it is published.
+    Debezium names them) are all applied by the time it is published. ``loaded``: where the
+    reads of the tables loaded by Spark ended (``load/plan.read_through``); such a table is
+    a state of the source only from there on, so the point does not move to a transaction
+    before it.
 
     >>> a = TxEnd("a", 0, 100, (("s.t", 1), ("s.u", 1)))
     >>> b = TxEnd("b", 1, 200, (("s.t", 1),))
@@ -248,6 +256,15 @@ def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
     >>> step = advance(step.ledger, Batch((), (), late), frozenset({"s.t", "s.u"}))
     >>> step.moved, step.ledger.point.tx, step.ledger.point.position, step.waiting
     (True, 'b', (1, 9), None)
+
+    A table re-loaded up to (1, 12), after ``b``, holds changes past it:
+
+    >>> again = advance(Ledger(), Batch(("a", "b"), (a, b), seen), frozenset({"s.t", "s.u"}),
+    ...                 {"s.u": (1, 12)})
+    >>> late_step = advance(again.ledger, Batch((), (), late), frozenset({"s.t", "s.u"}),
+    ...                     {"s.u": (1, 12)})
+    >>> late_step.moved, late_step.waiting
+    (False, 's.u was loaded by reads that ended at (1, 12), past transaction b')
     """
     point = ledger.point
     if ledger.held:
@@ -305,6 +322,13 @@ def advance(ledger: Ledger, batch: Batch, mirrored: frozenset[str]) -> Step:
     )
     last = done[-1]
     new_point = Point(last.tx, last.offset, last.commit_ms, newest)
+    ahead = sorted(
+        (c, through) for c, through in (loaded or {}).items() if c in mirrored and newest < through
+    )
+    if ahead:
+        c, through = ahead[0]
+        why = f"{c} was loaded by reads that ended at {through}, past transaction {last.tx}"
+        return Step(unmoved, False, frozenset(), why)
     after = {key: seen for key, seen in applied.items() if key[0] not in ids}
     # a table holding, from an earlier batch, a transaction past the new point has no
     # snapshot at it: the point waits for that transaction

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from cdcmirror import dialects
 from cdcmirror.cdc_columns import PREFIX
 from cdcmirror.exceptions import ConfigError
+from cdcmirror.load.plan import read_through
 from cdcmirror.mirror.reload_mark import Mark, parse_mark
 from cdcmirror.table_properties import (
     CARRIERS_PROPERTY,
@@ -46,6 +47,7 @@ class MirrorTable:
     truncated_ts_us: int | None = None  # the commit time of the truncate at truncated_at
     reloaded: Mark | None = None  # the changes a re-load's rows hold
     loading: bool = False  # a Spark initial load began and did not finish
+    read_through: tuple[int, ...] | None = None  # where its last load's reads ended
     history: str | None = None  # its history table (``mirror/history.py``), when it has one
 
     @property
@@ -124,6 +126,7 @@ def mirror_table(
         else None,
         reloaded=parse_mark(properties.get(RELOADED_PROPERTY)),
         loading=properties.get(LOAD_PROPERTY) == LOAD_PENDING,
+        read_through=read_through(properties.get(LOAD_PROPERTY)),
         history=properties.get(HISTORY_PROPERTY) or None,
     )
 

@@ -224,7 +224,8 @@ class ConsistentTag:
             self.schemas and self.registry is None,
             next_offset,
         )
-        step = advance(before, batch, frozenset(collections.values()))
+        loaded = {t.source: t.read_through for t in self.tables if t.read_through is not None}
+        step = advance(before, batch, frozenset(collections.values()), loaded)
         return Proof(before, batch, step)
 
     def _marker_texts(
