@@ -42,9 +42,9 @@ body after its 5-byte frame, with its schema from the registry, for Avro). With
 (every row updated once, not measured) after the ``inserts`` round, so that the rounds after
 it run in a JVM that has compiled the decode and the MERGE, as a job that has been running
 for a while has: without them the ``updates`` round is the JVM's second batch.
-``--consistent-tag``: the job keeps the consistent tag (``mirror.consistent_tag``), to
-compare a batch's cost with and without it; ``--history``: the table keeps a history table
-(``mirror.history``), the same.
+``--no-consistent-tag``: the job keeps no consistent tag (``mirror.consistent_tag``, on by
+default), to compare a batch's cost with and without it; ``--history``: the table keeps a
+history table (``mirror.history``), the same.
 ``--driver-memory=M`` (``12g``): the JVM's heap, which the session gives 4g, 8g with
 ``--decode-steps`` (whose last steps hold a round's records in memory: 4g ran out in the
 warm inserts round). A batch of 1M updates ran out of 4g: the job shares the JVM with the
@@ -118,9 +118,9 @@ def main(n: int, runs: int) -> None:
     }
     if DRIVER_MEMORY:
         env["CDCMIRROR_SPARK__CONF__SPARK.DRIVER.MEMORY"] = DRIVER_MEMORY
-    if "--consistent-tag" in sys.argv:
-        env["CDCMIRROR_MIRROR__CONSISTENT_TAG"] = "cdc_consistent"
-        print("with the consistent tag", flush=True)
+    if "--no-consistent-tag" in sys.argv:
+        env["CDCMIRROR_MIRROR__CONSISTENT_TAG"] = ""
+        print("without the consistent tag", flush=True)
     if "--history" in sys.argv:
         env["CDCMIRROR_MIRROR__HISTORY"] = f"{schema}.items"
         print("with history (items__history)", flush=True)
