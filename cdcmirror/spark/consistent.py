@@ -299,6 +299,7 @@ class ConsistentTag:
         if not step.moved or point is None:
             self.store.save(batch_id, step.ledger)
             return self._stays(step.waiting or "no transaction completed")
+        started = time.monotonic()
         chosen: dict[str, int] = {}
         for t in self.tables:
             target = spark_name(t.identifier)
@@ -322,7 +323,7 @@ class ConsistentTag:
         lag = lag_seconds(point, int(time.time() * 1000))
         return (
             f"consistent tag {self.tag} at transaction {point.tx} (committed {lag:.1f} s ago) "
-            f"on {len(chosen)} table(s)"
+            f"on {len(chosen)} table(s) in {time.monotonic() - started:.2f} s"
             + (f"; the next waits: {step.waiting}" if step.waiting else "")
         )
 
