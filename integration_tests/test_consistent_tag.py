@@ -465,8 +465,7 @@ def _refuses_a_keyless_table(source: Source, base: Path) -> None:
     def run(sql: str) -> None:
         conn = source.connect()
         try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
+            source.transaction(conn, [(sql, ())])
         finally:
             conn.close()
 

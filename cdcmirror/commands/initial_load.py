@@ -201,7 +201,6 @@ def _load_mysql(
 ) -> None:
     from cdcmirror.clients.connect import ConnectClient
     from cdcmirror.health.binlog import connector_position
-    from cdcmirror.source.load_reads import binlog_position
 
     client = ConnectClient.of(ctx.config.connect)
     deadline = time.monotonic() + OFFSET_WAIT_SECONDS
@@ -214,9 +213,9 @@ def _load_mysql(
                 "log, then run bootstrap again"
             )
         time.sleep(1.0)
-    file, pos, _ = binlog_position(ctx.engine)
+    at = binlog_now(ctx)
     report.start = f"connector {connector} streaming from {start[0]}:{start[1]}"
-    position = loaded_position("mysql", (binlog_file_index(file), pos))
+    position = loaded_position("mysql", at)
     init = dialects.of("mysql").session_init
     load_all(ctx, loads, report, init, position, int(time.time() * 1e6), lambda: binlog_now(ctx))
 
