@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cdcmirror.bootstrap.connector import CAPTURED_DDL_ONLY
 from cdcmirror.commands.mirror import mirror
 from cdcmirror.config import load_config
 from cdcmirror.stack.control import Stack
@@ -66,6 +67,39 @@ def test_a_table_debezium_cannot_parse_outside_include_does_not_stop_it(
         mirrored.close()
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {other}")
+        admin.close()
+
+
+def test_bootstrap_refuses_a_table_an_old_connector_has_no_ddl_for(
+    stack: Stack, mariadb: None, spark_world: SparkWorld
+) -> None:
+    """A connector registered keeping only its captured tables' DDL (as cdcmirror did
+    before) has no schema for a table added to the source later and would fail at its first
+    change: bootstrap refuses to add it (exit 2), naming it and what to do, and leaves the
+    connector as it was. (Connectors registered now keep every table's DDL: a table added
+    mid-run joins, ``test_consistent_tag.py``.)"""
+    mirrored = maria_mirrored(spark_world, 10)
+    m = next(mirrored)
+    name = f"cdcmirror-{m.name}"
+    client = services.connect_client()
+    admin = services.maria_connect()
+    try:
+        old = {**client.config(name), CAPTURED_DDL_ONLY: "true"}
+        client.put(name, old, validate=False)
+        client.wait_running(name)
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE TABLE {m.name}.added (id int PRIMARY KEY, v int)")
+            cur.execute(f"INSERT INTO {m.name}.added VALUES (1, 1)")
+        refused = run_cli(m.config_path, "bootstrap")
+        assert refused.exit_code == 2, refused.output
+        assert f"cannot start capturing {m.name}.added" in refused.output, refused.output
+        assert "cdcmirror teardown --yes --topics --checkpoint --tables" in refused.output
+        after = client.config(name)
+        assert after["table.include.list"] == old["table.include.list"]
+        assert after[CAPTURED_DDL_ONLY] == "true"
+        client.wait_running(name)  # fails with the trace if its task failed
+    finally:
+        mirrored.close()
         admin.close()
 
 

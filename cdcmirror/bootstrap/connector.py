@@ -252,13 +252,14 @@ def same_config(current: dict[str, Any] | None, wanted: dict[str, str], name: st
     return {k: str(v) for k, v in current.items()} == {**wanted, "name": name}
 
 
-SNAPSHOT_KEYS = ("snapshot.mode", "heartbeat.interval.ms")
+CAPTURED_DDL_ONLY = "schema.history.internal.store.only.captured.tables.ddl"
+SNAPSHOT_KEYS = ("snapshot.mode", "heartbeat.interval.ms", CAPTURED_DDL_ONLY)
 
 
 def keep_snapshot_settings(current: dict[str, Any], wanted: dict[str, str]) -> dict[str, str]:
     """The wanted config with the registered connector's snapshot settings: how its tables
-    got their rows was decided when it was created, and changing it now would only restart
-    it.
+    got their rows, and which tables' DDL its schema history holds since its snapshot, were
+    decided when it was created; changing them now would only restart it.
 
     >>> keep_snapshot_settings({"snapshot.mode": "no_data"}, {"snapshot.mode": "initial"})
     {'snapshot.mode': 'no_data'}
@@ -272,3 +273,27 @@ def keep_snapshot_settings(current: dict[str, Any], wanted: dict[str, str]) -> d
         elif key != "snapshot.mode":
             out.pop(key, None)
     return out
+
+
+def tables_without_history(current: Mapping[str, Any], wanted: Mapping[str, str]) -> list[str]:
+    """The tables a MySQL/MariaDB connector would newly capture (``wanted``'s include list
+    beyond the registered ``current`` one) though its schema history holds no DDL for them:
+    a connector registered keeping only its captured tables' DDL fails at their first row
+    event ("schema isn't known to this connector"). Connectors bootstrap registers now keep
+    the DDL of every table of their databases, so any of them can be added later.
+
+    >>> old = {CAPTURED_DDL_ONLY: "true", "table.include.list": include_list(["db.a"])}
+    >>> tables_without_history(old, {"table.include.list": include_list(["db.a", "db.c"])})
+    ['db.c']
+    >>> tables_without_history({**old, CAPTURED_DDL_ONLY: "false"},
+    ...                        {"table.include.list": include_list(["db.a", "db.c"])})
+    []
+    """
+    if str(current.get(CAPTURED_DDL_ONLY, "false")).lower() != "true":
+        return []
+
+    def tables(config: Mapping[str, Any]) -> set[str]:
+        listed = str(config.get("table.include.list", ""))
+        return {re.sub(r"\\(.)", r"\1", t) for t in listed.split(",") if t}
+
+    return sorted(tables(wanted) - tables(current))

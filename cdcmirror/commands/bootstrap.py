@@ -249,7 +249,19 @@ def _decide_load(
     from dataclasses import replace
 
     if plan.name in client.names():
-        kept = conn_mod.keep_snapshot_settings(client.config(plan.name), plan.config)
+        current = client.config(plan.name)
+        kept = conn_mod.keep_snapshot_settings(current, plan.config)
+        unknown = conn_mod.tables_without_history(current, kept)
+        if unknown:
+            raise ConnectorError(
+                f"connector {plan.name!r} keeps only its captured tables' DDL in its schema "
+                f"history (registered by an earlier cdcmirror), so it cannot start capturing "
+                f"{', '.join(unknown)}: it would fail at their first change. Nothing was "
+                "changed. Either leave them out of source.include for now, or mirror the "
+                "source afresh: stop the mirror job, `cdcmirror teardown --yes --topics "
+                "--checkpoint --tables`, then `cdcmirror bootstrap` (connectors registered "
+                "now keep every table's DDL, so tables added later join without this)"
+            )
         asked = override or config.bootstrap.initial_load
         existing = LoadChoice("existing", asked, 0, config.bootstrap.initial_load_min_rows)
         return LoadDecision(existing, replace(plan, config=kept), None)
