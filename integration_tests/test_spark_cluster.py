@@ -27,6 +27,7 @@ from cdcmirror.jvm.resolve import group_jars
 from cdcmirror.mirror.checkpoint import holds_batches
 from cdcmirror.stack import cluster, s3
 from cdcmirror.stack.control import Stack
+from cdcmirror.table_properties import POINT_PROPERTY
 from support import mirror_scenarios as sc
 from support import services
 from support.mirror_env import (
@@ -133,8 +134,14 @@ class RestMirrored(Mirrored):
 
 
 def pg_on_profile(world: SparkWorld, snapshot_ops: int) -> Iterator[Mirrored]:
+    """``items`` under the random workload, and ``notes``, a table that stays idle: the
+    consistent tag moves on both."""
     schema = services.unique("rest_pg")
     prepare_schema(schema, signal=True)
+    with services.pg_connect() as conn:
+        conn.execute(f"CREATE TABLE {schema}.notes (id int PRIMARY KEY, note text)")
+        conn.execute(f"INSERT INTO {schema}.notes VALUES (1, 'a'), (2, 'b')")
+        conn.execute(f"GRANT SELECT ON {schema}.notes TO cdc")
     source = pg_source(schema)
     workload = Workload(source, PG_SEED)
     workload.run(snapshot_ops)
@@ -180,12 +187,12 @@ def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
-def mirror_on_cluster(m: Mirrored) -> str:
+def mirror_on_cluster(m: Mirrored, env: dict[str, str] | None = None) -> str:
     """``mirror --available-now`` on the cluster, once Debezium has published the workload;
     returns its log."""
     sc.settle(m)
     before = finished_mirror_apps()
-    done = run_mirror_process(m.config_path, env=ON_CLUSTER)
+    done = run_mirror_process(m.config_path, env={**ON_CLUSTER, **(env or {})})
     assert done.returncode == 0, causes(done.stderr)
     assert finished_mirror_apps() == before + 1, "the job did not run on the cluster"
     return done.stderr
@@ -198,10 +205,17 @@ def deep_reconcile(m: Mirrored, settle: int) -> tuple[int, dict[str, Any]]:
     return done.returncode, report
 
 
+def items_report(report: dict[str, Any]) -> dict[str, Any]:
+    """reconcile's report of the ``items`` table (the profile's sources have others)."""
+    tables: list[dict[str, Any]] = report["tables"]
+    (table,) = [t for t in tables if t["table"].endswith(".items")]
+    return table
+
+
 def assert_in_sync_on_s3(m: Mirrored, code: int, report: dict[str, Any]) -> None:
     """reconcile --deep (the checkpoint read from s3a://) found the table in sync, and every
     data file is on the S3 warehouse."""
-    (table,) = report["tables"]
+    table = items_report(report)
     assert code == 0 and table["status"] == "in sync", json.dumps(table, indent=1)
     assert table["events_behind"] == 0 and table["deep"]["drifted_buckets"] == [], table
     files = m.spark.sql(f"SELECT file_path FROM {m.identifier}.files").collect()
@@ -218,8 +232,23 @@ def test_rest_catalog_s3_and_a_checkpoint_on_s3a(pg_rest: Mirrored) -> None:
             found = services.listening_addresses(port)
             assert found and found <= services.LOOPBACK, (part.name, port, found)
     m.workload.run(400)
-    mirror_on_cluster(m)
+    log = mirror_on_cluster(m, {"CDCMIRROR_LOG_LEVEL": "INFO"})
     assert m.assert_same() > 100
+    assert "on 2 table(s) in one catalog commit" in log, log[-3000:]
+    tagged = [
+        m.spark.sql(
+            f"SELECT snapshot_id FROM rest.{m.name}_mirror.{t}.refs WHERE name = 'cdc_consistent'"
+        ).collect()
+        for t in ("items", "notes")
+    ]
+    assert all(len(rows) == 1 for rows in tagged), tagged
+    points = {
+        m.spark.sql(f"SHOW TBLPROPERTIES rest.{m.name}_mirror.{t} ('{POINT_PROPERTY}')")
+        .collect()[0]
+        .value
+        for t in ("items", "notes")
+    }
+    assert len(points) == 1 and "does not have" not in next(iter(points)), points
     checkpoint = checkpoint_files(m.config)
     assert checkpoint.location.startswith("s3a://") and holds_batches(checkpoint)
     assert not (m.config_path.parent / "s3a:").exists(), "the checkpoint was written locally"
@@ -252,9 +281,9 @@ def test_every_command_on_the_cluster_profile(pg_rest: Mirrored) -> None:
     (missing,) = m.spark.sql(f"SELECT id FROM {m.identifier} ORDER BY id LIMIT 1").collect()
     m.spark.sql(f"DELETE FROM {m.identifier} WHERE id = {missing.id}")
     code, report = deep_reconcile(m, 5)
-    assert code == 1 and report["tables"][0]["deep"]["missing_keys"] == [{"id": str(missing.id)}], (
-        report
-    )
+    assert code == 1 and items_report(report)["deep"]["missing_keys"] == [
+        {"id": str(missing.id)}
+    ], report
     keys = m.config_path.parent / f"{m.name}-drift.json"
     keys.write_text(json.dumps(report))
     done = cli(m.config_path, "repair", "--table", "items", "--keys-from", str(keys))

@@ -45,7 +45,12 @@ from cdcmirror.mirror.transaction_metadata import (
     runs_of,
 )
 from cdcmirror.spark.avro_frames import AvroFrames
-from cdcmirror.spark.iceberg import empty_snapshot, publish_point, snapshot_and_mark
+from cdcmirror.spark.iceberg import (
+    empty_snapshot,
+    publish_point,
+    publish_point_at_once,
+    snapshot_and_mark,
+)
 from cdcmirror.sql_text import spark_name
 
 if TYPE_CHECKING:
@@ -316,14 +321,18 @@ class ConsistentTag:
                 return self._stays(why)
             chosen[t.identifier] = found.snapshot_id
         text = point.text()
-        for t in self.tables:
-            publish_point(spark, spark_name(t.identifier), self.tag, chosen[t.identifier], text)
+        at_once = publish_point_at_once(spark, self.tag, chosen, text)
+        if not at_once:
+            for t in self.tables:
+                target = spark_name(t.identifier)
+                publish_point(spark, target, self.tag, chosen[t.identifier], text)
         self.store.save(batch_id, step.ledger)
         self.point, self.waiting = point, step.waiting
         lag = lag_seconds(point, int(time.time() * 1000))
         return (
             f"consistent tag {self.tag} at transaction {point.tx} (committed {lag:.1f} s ago) "
-            f"on {len(chosen)} table(s) in {time.monotonic() - started:.2f} s"
+            f"on {len(chosen)} table(s){' in one catalog commit' if at_once else ''} in "
+            f"{time.monotonic() - started:.2f} s"
             + (f"; the next waits: {step.waiting}" if step.waiting else "")
         )
 

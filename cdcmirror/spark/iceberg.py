@@ -40,6 +40,7 @@ from cdcmirror.mirror.high_water import (
 )
 from cdcmirror.mirror.resume import BATCH_ID, QUERY_ID
 from cdcmirror.spark.rows import first_value
+from cdcmirror.sql_text import spark_name
 from cdcmirror.table_properties import POINT_PROPERTY
 
 if TYPE_CHECKING:
@@ -324,6 +325,47 @@ def publish_point(spark: SparkSession, target: str, tag: str, snapshot_id: int, 
         txn.commitTransaction()
 
     retry_on_conflict(commit, f"{target}: the consistent tag")
+
+
+REST_CATALOG_CLASS = "org.apache.iceberg.rest.RESTCatalog"
+
+
+def publish_point_at_once(
+    spark: SparkSession, tag: str, chosen: Mapping[str, int], point: str
+) -> bool:
+    """Every table's tag (``chosen``: identifier -> snapshot id) and point property in one
+    commit of the catalog, where it has one for several tables (a REST catalog serving
+    Iceberg's ``transactions/commit``): a reader sees all the tables at the new point or
+    none, whatever the several-tables rule. False, with nothing committed, where it has
+    none; the caller then publishes table by table (:func:`publish_point`)."""
+    session = spark._jsparkSession
+    catalog = session.sessionState().catalogManager().catalog(CATALOG_NAME).icebergCatalog()
+    if catalog.getClass().getName() != REST_CATALOG_CLASS:
+        return False
+    metadata = java_class(spark, "org.apache.iceberg.TableMetadata")
+    refs = java_class(spark, "org.apache.iceberg.SnapshotRef")
+    identifiers = java_class(spark, "org.apache.iceberg.catalog.TableIdentifier")
+    table_commit = java_class(spark, "org.apache.iceberg.catalog.TableCommit")
+    properties = java_class(spark, "java.util.HashMap")()
+    properties.put(POINT_PROPERTY, point)
+
+    def commit() -> None:
+        commits = java_class(spark, "java.util.ArrayList")()
+        for identifier, snapshot_id in chosen.items():
+            base = iceberg_table(spark, spark_name(identifier)).operations().current()
+            ref = refs.tagBuilder(snapshot_id).build()
+            updated = metadata.buildFrom(base).setRef(tag, ref).setProperties(properties).build()
+            commits.add(table_commit.create(identifiers.parse(identifier), base, updated))
+        catalog.commitTransaction(commits)
+
+    try:
+        retry_on_conflict(commit, f"the consistent tag on {len(chosen)} tables")
+    except Exception as exc:  # a REST server without the endpoint: nothing was sent
+        if "UnsupportedOperationException" not in str(exc):
+            raise
+        logger.info("the REST catalog has no multi-table commit: tags move one table at a time")
+        return False
+    return True
 
 
 def published_point(spark: SparkSession, target: str, tag: str) -> tuple[int, str] | None:
