@@ -11,7 +11,10 @@ up to its own (a table's events apply in commit order), so each write's delay is
 snapshot's commit time minus the write's commit time. Deletes carry no sequence number and
 are not measured. Prints p50/p95/p99/max delay, the data and delete files added per hour
 per table, and the median and longest batch (from the job's log, kept in its work
-directory). Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
+directory). With the consistent tag on (the default), also each write's delay until the
+tag named a point holding it: from the job's log, the first tag move whose point (its
+source commit time, the move's time less the lag the line gives) is at or after the
+write's commit. Needs the provisioned PostgreSQL and the stack (`make provision stack-up`).
 
     .venv/bin/python benchmarks/freshness.py [TRIGGERS] [SECONDS] [TX_PER_S] [EVERY_BATCHES]
     # default 1,10,60 180 200 0
@@ -26,6 +29,7 @@ import bisect
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -49,14 +53,16 @@ def main(triggers: list[int], seconds: int, rate: int, every: int) -> None:
     print(f"\nfreshness, {rate} tx/s over {TABLES} tables for {seconds} s, every_batches={every}")
     print(
         "| trigger s | writes | p50 s | p95 s | p99 s | max s | data files/h/table "
-        "| delete files/h/table | snapshots | batch s p50 | batch s max |"
+        "| delete files/h/table | snapshots | batch s p50 | batch s max "
+        "| tag p50 s | tag p95 s | writes no tag held |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(
             f"| {r['trigger']} | {r['writes']:,} | {r['p50']:.1f} | {r['p95']:.1f} "
             f"| {r['p99']:.1f} | {r['max']:.1f} | {r['data_h']:,.0f} | {r['delete_h']:,.0f} "
-            f"| {r['snapshots']} | {r['batch_p50']:.1f} | {r['batch_max']:.1f} |"
+            f"| {r['snapshots']} | {r['batch_p50']:.1f} | {r['batch_max']:.1f} "
+            f"| {r['tag'][0]:.1f} | {r['tag'][1]:.1f} | {r['untagged']} |"
         )
 
 
@@ -101,7 +107,9 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
             ended = time.time()
         finally:
             job.stop()
-        batches = _batch_seconds(job.log.read_text(errors="replace"), started, ended)
+        log = job.log.read_text(errors="replace")
+        batches = _batch_seconds(log, started, ended)
+        tagged = _tag_delays(log, [at for w in writes.values() for _, at in w])
         delays, data, deletes, snaps = [], 0, 0, 0
         for n in names:
             d, a, b, s = _table_delays(catalog, n, writes.get(n[-1], []), started)
@@ -122,9 +130,47 @@ def run(trigger: int, seconds: int, rate: int, every: int) -> dict[str, Any]:
             "snapshots": snaps,
             "batch_p50": statistics.median(batches) if batches else 0.0,
             "batch_max": max(batches, default=0.0),
+            "tag": _quantiles(tagged),
+            "untagged": sum(1 for d in tagged if d is None),
         }
     finally:
         services.drop_published_schema(schema, f"cdcmirror-{schema}")
+
+
+TAG_MOVED = re.compile(r"consistent tag \S+ at transaction .* \(committed ([\d.]+) s ago\)")
+# a write's commit returns after the source stamped it: the point holding it may name a
+# commit time this much before the writer's clock read
+COMMIT_SLACK = 0.002
+
+
+def _stamp(line: str) -> float:
+    """A log line's time (local, ``2026-12-07 12:00:00,517``)."""
+    seconds = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+    return seconds + int(line[20:23]) / 1000
+
+
+def _tag_delays(log: str, writes: list[float]) -> list[float | None]:
+    """Each write's delay until a tag move's point held it (None: no move did)."""
+    moves = []  # (moved at, the point's source commit time)
+    for line in log.splitlines():
+        if (found := TAG_MOVED.search(line)) is not None:
+            at = _stamp(line)
+            moves.append((at, at - float(found.group(1))))
+    delays: list[float | None] = []
+    for written in writes:
+        held = (at for at, point in moves if point >= written - COMMIT_SLACK)
+        first = next(held, None)
+        delays.append(None if first is None else first - written)
+    return delays
+
+
+def _quantiles(delays: list[float | None]) -> tuple[float, float]:
+    """p50 and p95 of the known delays (0, 0 when none)."""
+    known = sorted(d for d in delays if d is not None)
+    if len(known) < 2:
+        return 0.0, 0.0
+    q = statistics.quantiles(known, n=100)
+    return q[49], q[94]
 
 
 def _batch_seconds(log: str, started: float, ended: float) -> list[float]:
