@@ -504,8 +504,9 @@ def test_a_table_added_mid_run_joins_the_point_after_its_load(
     connector and creates its mirror table, ``repair --table c --method reload`` loads its
     rows, and the job started again mirrors it; transfers now move money from a to c. The
     tagged state of the four tables keeps the invariant at every read and reaches the
-    source's. On MariaDB the connector must know c's schema from DDL it saw before it
-    captured c (``test_mirror_mariadb.py`` has the connector that did not)."""
+    source's. Transfers run while bootstrap and the re-load do. On MariaDB the connector must
+    know c's schema from DDL it saw before it captured c (``test_mirror_mariadb.py`` has the
+    connector that did not)."""
     source, config = transfers
     reader = Reader(config, f"{source.schema}_mirror")
     work = Transfers(source, 7474)
@@ -529,15 +530,24 @@ def test_a_table_added_mid_run_joins_the_point_after_its_load(
         _run_and_read(reader, work, 40)
         _until_tagged_is_source(job, reader, source)
     work.run(30, 0)  # the job stopped
-    added = run_cli(config, "bootstrap")
-    assert added.exit_code == 0, added.output
-    reloaded = run_cli(config, "repair", "--table", "c", "--method", "reload")
-    assert reloaded.exit_code == 0, reloaded.output
+    # transfers touching c go on while bootstrap adds it to the connector and the command
+    # bootstrap prints loads its rows: a change the read misses must reach the stream
+    writer = threading.Thread(target=work.run, args=(30, 0.2))
+    writer.start()
+    try:
+        added = run_cli(config, "bootstrap")
+        assert added.exit_code == 0, added.output
+        repair = f"cdcmirror repair --table {s}_mirror.c --method reload"
+        assert repair in added.output, added.output
+        reloaded = run_cli(config, *repair.split()[1:])
+        assert reloaded.exit_code == 0, reloaded.output
+    finally:
+        writer.join()
     work.to_c = True
     four = Reader(config, f"{source.schema}_mirror", (*TABLES, "c"))
     with continuous_mirror(config, trigger="1 second", extra_env=INFO) as job:
         _run_and_read(four, work, 60)
         _until_tagged_is_source(job, four, source)
-    assert work.done == 150 and four.tagged_reads >= 2, four.tagged_reads
+    assert work.done == 180 and four.tagged_reads >= 2, four.tagged_reads
     assert four.newest is not None and reader.newest is not None
     assert four.newest.position > reader.newest.position

@@ -275,12 +275,26 @@ def keep_snapshot_settings(current: dict[str, Any], wanted: dict[str, str]) -> d
     return out
 
 
+def added_tables(current: Mapping[str, Any], wanted: Mapping[str, str]) -> list[str]:
+    """The tables ``wanted``'s include list captures beyond the registered ``current`` one.
+
+    >>> added_tables({"table.include.list": include_list(["db.a"])},
+    ...              {"table.include.list": include_list(["db.a", "db.c"])})
+    ['db.c']
+    """
+
+    def tables(config: Mapping[str, Any]) -> set[str]:
+        listed = str(config.get("table.include.list", ""))
+        return {re.sub(r"\\(.)", r"\1", t) for t in listed.split(",") if t}
+
+    return sorted(tables(wanted) - tables(current))
+
+
 def tables_without_history(current: Mapping[str, Any], wanted: Mapping[str, str]) -> list[str]:
-    """The tables a MySQL/MariaDB connector would newly capture (``wanted``'s include list
-    beyond the registered ``current`` one) though its schema history holds no DDL for them:
-    a connector registered keeping only its captured tables' DDL fails at their first row
-    event ("schema isn't known to this connector"). Connectors bootstrap registers now keep
-    the DDL of every table of their databases, so any of them can be added later.
+    """The :func:`added_tables` of a MySQL/MariaDB connector whose schema history holds no
+    DDL for them: one registered keeping only its captured tables' DDL fails at their first
+    row event ("schema isn't known to this connector"). Connectors bootstrap registers now
+    keep the DDL of every table of their databases, so any of them can be added later.
 
     >>> old = {CAPTURED_DDL_ONLY: "true", "table.include.list": include_list(["db.a"])}
     >>> tables_without_history(old, {"table.include.list": include_list(["db.a", "db.c"])})
@@ -291,9 +305,4 @@ def tables_without_history(current: Mapping[str, Any], wanted: Mapping[str, str]
     """
     if str(current.get(CAPTURED_DDL_ONLY, "false")).lower() != "true":
         return []
-
-    def tables(config: Mapping[str, Any]) -> set[str]:
-        listed = str(config.get("table.include.list", ""))
-        return {re.sub(r"\\(.)", r"\1", t) for t in listed.split(",") if t}
-
-    return sorted(tables(wanted) - tables(current))
+    return added_tables(current, wanted)

@@ -8,6 +8,7 @@ from typing import Any
 from cdcmirror.bootstrap.plan import DRIFT_ADVICE, TablePlan
 from cdcmirror.load.plan import LoadChoice
 from cdcmirror.source_model import SourceCatalog
+from cdcmirror.table_properties import HISTORY_PROPERTY
 
 
 @dataclass
@@ -16,6 +17,9 @@ class ConnectorResult:
     action: str  # "create", "update", "unchanged" or "skipped"
     config: dict[str, Any]  # masked
     state: str | None = None
+    # source tables an already registered connector captures from now on: their rows from
+    # before are in no topic, so their mirror tables are empty until loaded (`repair`)
+    added: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +102,7 @@ def result_json(result: BootstrapResult) -> dict[str, Any]:
             "action": result.connector.action,
             "state": result.connector.state,
             "config": result.connector.config,
+            "added": result.connector.added,
         },
         "streams": [s.as_json() for s in result.streams],
         "drift": bool(result.drift or result.stream_drift),
@@ -152,6 +157,30 @@ def load_lines(load: Any) -> list[str]:
     return lines
 
 
+def added_lines(result: BootstrapResult) -> list[str]:
+    """What to run for the tables a registered connector captures from now on: their rows
+    from before are loaded by no one else."""
+    if result.connector is None or not result.connector.added:
+        return []
+    mirrors: dict[str, Any] = {}
+    for p in result.plans:  # a table before its history table
+        mirrors.setdefault(p.desired.source.qualified, p.desired)
+    lines = [
+        f"  {len(result.connector.added)} table(s) added to the registered connector; their "
+        "rows from before are not loaded (the connector streams their changes from now on):"
+    ]
+    for source in result.connector.added:
+        d = mirrors.get(source)
+        if d is None:
+            continue
+        # a re-load by Spark keeps no history versions and cannot tell a keyless table's
+        # rows apart: Debezium's incremental snapshot reads those
+        by_debezium = not d.key or HISTORY_PROPERTY in d.properties
+        how = "snapshot" if by_debezium else "reload"
+        lines.append(f"    cdcmirror repair --table {d.identifier} --method {how}")
+    return lines
+
+
 def result_text(result: BootstrapResult) -> str:
     c = result.catalog
     verb = "would" if result.dry_run else "did"
@@ -179,6 +208,7 @@ def result_text(result: BootstrapResult) -> str:
         rc = result.connector
         state = f", {rc.state}" if rc.state else ""
         lines.append(f"connector ({verb}): {rc.action} {rc.name}{state}")
+        lines.extend(added_lines(result))
         if result.dry_run:
             width = max(len(k) for k in rc.config)
             lines.extend(f"    {k:<{width}} = {v}" for k, v in rc.config.items())

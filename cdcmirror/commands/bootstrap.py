@@ -380,12 +380,21 @@ def _register(
         action = "unchanged"
     else:
         action = "create" if current is None else "update"
-    result = ConnectorResult(plan.name, action, masked(plan.config))
+    added = conn_mod.added_tables(current, plan.config) if current is not None else []
+    result = ConnectorResult(plan.name, action, masked(plan.config), added=added)
     if dry_run:
         return result
     failed = current is not None and client.failed(plan.name)
     if action != "unchanged":
+        if added:
+            # the added tables' rows are read after bootstrap (`repair --method reload`),
+            # and every change after that read must reach the stream: a task still on the
+            # old config would read past such a change without capturing it, and the new
+            # task starts from its offset. Stopped, no old task runs when the new one starts.
+            client.stop(plan.name)
         client.put(plan.name, plan.config, validate=False)
+        if added:
+            client.resume(plan.name)
         logger.info("%sd connector %s", action, plan.name)
     if failed:
         client.restart_failed(plan.name)
