@@ -39,7 +39,11 @@ HISTORY: dict[str, object] = {"history": ["*.items"]}
 NOW = {"postgresql": (2**62,), "mysql": (2**31, 0)}  # a moment after every change
 
 
-@pytest.fixture(scope="module", params=["postgresql", "mariadb"])
+# PostgreSQL's run is the longest of the suite (about 8 minutes): outside CI (`make
+# test-full`); CI runs MariaDB's, and spark_tests/test_history_apply.py both dialects' apply
+@pytest.fixture(
+    scope="module", params=[pytest.param("postgresql", marks=pytest.mark.full), "mariadb"]
+)
 def hist(
     request: pytest.FixtureRequest, stack: Stack, spark_world: SparkWorld
 ) -> Iterator[Mirrored]:
