@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cdcmirror.bootstrap.connector import include_list, plan_connector, same_config
-from cdcmirror.bootstrap.plan import ExistingTable, desired_table, plan_table
+from cdcmirror.bootstrap.plan import ExistingTable, desired_table, plan_table, with_history
+from cdcmirror.bootstrap.report import BootstrapResult, ConnectorResult, result_json, result_text
 from cdcmirror.config import load_config
 from cdcmirror.exceptions import ConfigError, SourceError, UnsupportedTypeError
 from cdcmirror.source.connection import source_url
@@ -204,3 +205,31 @@ def test_a_widening_reads_every_value_alike_and_is_no_carrier_drift() -> None:
     columns = {c.name: (c.type, c.required) for c in old.columns}
     existing = ExistingTable(columns, ("id",), dict(old.properties))
     assert plan_table(new, existing).widen and carrier_drift(new, existing) == []
+
+
+def test_tables_added_to_a_registered_connector_are_named_with_their_load() -> None:
+    """Bootstrap's text for tables a registered connector captures from now on: the repair
+    that loads each (Debezium's re-read for a keyless table, Spark's re-load otherwise), and
+    the JSON lists them; a connector created now lists none."""
+    notes = replace(ORDERS, name="notes", key=(), key_source="none")
+    kept = replace(ORDERS, name="kept")
+    catalog = _catalog(ORDERS, notes, kept)
+    orders, history = with_history(desired_table(catalog, ORDERS, "ns"), "__history")
+    plans = [plan_table(d, None) for d in (orders, history)]
+    plans += [plan_table(desired_table(catalog, t, "ns"), None) for t in (notes, kept)]
+    added = ["public.Orders", "public.notes"]
+    text = result_text(
+        BootstrapResult(catalog, plans, ConnectorResult("c", "update", {}, added=added), False)
+    )
+    assert "2 table(s) added to the registered connector" in text, text
+    assert "cdcmirror repair --table ns.orders --method snapshot" in text  # its history
+    assert "cdcmirror repair --table ns.notes --method snapshot" in text  # keyless
+    assert "ns.kept" not in text.split("added to the registered connector")[1]
+    plain = replace(plans[2], desired=desired_table(catalog, kept, "ns"))
+    result = BootstrapResult(
+        catalog, [plain], ConnectorResult("c", "update", {}, added=["public.kept"]), False
+    )
+    assert "cdcmirror repair --table ns.kept --method reload" in result_text(result)
+    assert result_json(result)["connector"]["added"] == ["public.kept"]
+    created = BootstrapResult(catalog, plans, ConnectorResult("c", "create", {}), False)
+    assert "added to the registered connector" not in result_text(created)

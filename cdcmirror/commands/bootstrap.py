@@ -392,9 +392,11 @@ def _register(
             # old config would read past such a change without capturing it, and the new
             # task starts from its offset. Stopped, no old task runs when the new one starts.
             client.stop(plan.name)
-        client.put(plan.name, plan.config, validate=False)
-        if added:
-            client.resume(plan.name)
+        try:
+            client.put(plan.name, plan.config, validate=False)
+        finally:  # a config Connect refused leaves the old one running again
+            if added:
+                client.resume(plan.name)
         logger.info("%sd connector %s", action, plan.name)
     if failed:
         client.restart_failed(plan.name)

@@ -207,6 +207,8 @@ class ConsistentTag:
     point: Point | None = field(default=None)  # the newest published, for the metrics
     waiting: str | None = field(default=None)  # why the point did not move, for the log
     _frames: AvroFrames = field(default_factory=AvroFrames)
+    # False once the catalog proved to have no multi-table commit (it will not get one)
+    _at_once: bool = field(default=True)
 
     def prove(
         self, spark: SparkSession, batch_id: int, collected: Callable[[], Sequence[ChangeRun]]
@@ -321,7 +323,8 @@ class ConsistentTag:
                 return self._stays(why)
             chosen[t.identifier] = found.snapshot_id
         text = point.text()
-        at_once = publish_point_at_once(spark, self.tag, chosen, text)
+        at_once = self._at_once and publish_point_at_once(spark, self.tag, chosen, text)
+        self._at_once = at_once
         if not at_once:
             for t in self.tables:
                 target = spark_name(t.identifier)
