@@ -217,7 +217,7 @@ def test_tables_added_to_a_registered_connector_are_named_with_their_load() -> N
     orders, history = with_history(desired_table(catalog, ORDERS, "ns"), "__history")
     plans = [plan_table(d, None) for d in (orders, history)]
     plans += [plan_table(desired_table(catalog, t, "ns"), None) for t in (notes, kept)]
-    added = ["public.Orders", "public.notes"]
+    added = ["public.Orders", "public.notes", "public.unplanned"]
     text = result_text(
         BootstrapResult(catalog, plans, ConnectorResult("c", "update", {}, added=added), False)
     )

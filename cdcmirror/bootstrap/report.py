@@ -165,20 +165,23 @@ def added_lines(result: BootstrapResult) -> list[str]:
     mirrors: dict[str, Any] = {}
     for p in result.plans:  # a table before its history table
         mirrors.setdefault(p.desired.source.qualified, p.desired)
-    lines = [
-        f"  {len(result.connector.added)} table(s) added to the registered connector; their "
-        "rows from before are not loaded (the connector streams their changes from now on):"
-    ]
+    lines = []
     for source in result.connector.added:
         d = mirrors.get(source)
-        if d is None:
+        if d is None:  # no mirror table planned for it: nothing to load
             continue
         # a re-load by Spark keeps no history versions and cannot tell a keyless table's
         # rows apart: Debezium's incremental snapshot reads those
         by_debezium = not d.key or HISTORY_PROPERTY in d.properties
         how = "snapshot" if by_debezium else "reload"
         lines.append(f"    cdcmirror repair --table {d.identifier} --method {how}")
-    return lines
+    if not lines:
+        return []
+    head = (
+        f"  {len(lines)} table(s) added to the registered connector; their rows from before "
+        "are not loaded (the connector streams their changes from now on):"
+    )
+    return [head, *lines]
 
 
 def result_text(result: BootstrapResult) -> str:
