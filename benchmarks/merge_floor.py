@@ -14,7 +14,12 @@ over about ten) and the p50 delay that such batches allow under the issue's rule
 a row waits about half a trigger for its batch (or half a batch, when batches run back to
 back), then the batch. Needs only Spark (the embedded catalog in a temporary directory).
 
-    .venv/bin/python benchmarks/merge_floor.py [N] [ROUNDS]   # default 150 40
+    .venv/bin/python benchmarks/merge_floor.py [N] [ROUNDS] [TABLES]   # default 150 40 5
+
+``TABLES``: the busy tables of each round (issue 72's goal 4: 100 busy tables of 100 changes
+each, ``merge_floor.py 100 8 100``: the floor under such a batch on this machine, the
+decode and everything else of the mirror's left out); the warm rounds are those after the
+first ten, or after the first half when there are fewer than twenty.
 """
 
 from __future__ import annotations
@@ -38,28 +43,28 @@ WARM = 10
 PARALLELISM = 4  # mirror.parallelism's default
 
 
-def main(changes: int, rounds: int) -> None:
+def main(changes: int, rounds: int, tables: int = TABLES) -> None:
     work = Path(tempfile.mkdtemp(prefix="merge-floor-"))
     spark: Any = build_spark_session(load_config(environ={}, cwd=work), "merge-floor")
     try:
-        live = [_table(spark, t) for t in range(TABLES)]
+        live = [_table(spark, t) for t in range(tables)]
         rnd = random.Random(20261205)
         seconds = []
         for r in range(rounds):
-            frames = [_changes(spark, t, r, changes, live[t], rnd) for t in range(TABLES)]
+            frames = [_changes(spark, t, r, changes, live[t], rnd, tables) for t in range(tables)]
             began = time.monotonic()
             with ThreadPoolExecutor(max_workers=PARALLELISM) as pool:
-                list(pool.map(lambda t: _merge(spark, t), range(TABLES)))
+                list(pool.map(lambda t: _merge(spark, t), range(tables)))
             seconds.append(time.monotonic() - began)
             for frame in frames:
                 frame.unpersist()
             print(f"round {r}: {seconds[-1]:.2f}s", flush=True)
     finally:
         spark.stop()
-    warm = seconds[WARM:] or seconds
+    warm = seconds[min(WARM, rounds // 2) :] or seconds
     p50 = statistics.median(warm)
     p95 = sorted(warm)[min(len(warm) - 1, int(0.95 * len(warm)))]
-    print(f"\nplain MERGEs of {TABLES} tables x {changes} changes, {PARALLELISM} at a time")
+    print(f"\nplain MERGEs of {tables} tables x {changes} changes, {PARALLELISM} at a time")
     print("| rounds | round s p50 | round s p95 | p50 delay floor, trigger 1 s | 10 s |")
     print("| --- | --- | --- | --- | --- |")
     floor_1 = max(1.0, p50) / 2 + p50  # back to back when the round outlasts the trigger
@@ -81,15 +86,16 @@ def _table(spark: Any, t: int) -> list[int]:
     return list(range(1, ROWS + 1))
 
 
-def _changes(spark: Any, t: int, r: int, n: int, live: list[int], rnd: random.Random) -> Any:
+def _changes(
+    spark: Any, t: int, r: int, n: int, live: list[int], rnd: random.Random, tables: int
+) -> Any:
     """Round ``r``'s ``n`` changes of table ``t`` (``live``: its keys, kept up to date) as the
     view ``_floor_<t>`` (id, seq, note, d: deleted), cached; the cached frame."""
     deletes, inserts = n * 15 // 100, n * 15 // 100
     picked = rnd.sample(live, n - inserts)
     gone = set(picked[:deletes])
-    added = list(
-        range(10 * ROWS + (r * TABLES + t) * n, 10 * ROWS + (r * TABLES + t) * n + inserts)
-    )
+    first = 10 * ROWS + (r * tables + t) * n
+    added = list(range(first, first + inserts))
     live[:] = [k for k in live if k not in gone] + added
     rows = [(k, r, "u", k in gone) for k in picked] + [(k, r, "new", False) for k in added]
     frame = spark.createDataFrame(rows, "id bigint, seq bigint, note string, d boolean")
