@@ -39,10 +39,12 @@ HISTORY: dict[str, object] = {"history": ["*.items"]}
 NOW = {"postgresql": (2**62,), "mysql": (2**31, 0)}  # a moment after every change
 
 
-# PostgreSQL's run is the longest of the suite (about 8 minutes): outside CI (`make
-# test-full`); CI runs MariaDB's, and spark_tests/test_history_apply.py both dialects' apply
+# The longest runs of the suite (PostgreSQL's about 8 minutes, MariaDB's 4): outside CI
+# (`make test-full`); CI runs spark_tests/test_history_apply.py, both dialects' history
+# made from recorded events and re-reads on real Spark and Iceberg
 @pytest.fixture(
-    scope="module", params=[pytest.param("postgresql", marks=pytest.mark.full), "mariadb"]
+    scope="module",
+    params=[pytest.param(d, marks=pytest.mark.full) for d in ("postgresql", "mariadb")],
 )
 def hist(
     request: pytest.FixtureRequest, stack: Stack, spark_world: SparkWorld
