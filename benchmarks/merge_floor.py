@@ -1,13 +1,13 @@
-"""Benchmark: the floor under a freshness batch: plain Spark MERGEs of five busy tables, with
-nothing of the mirror around them (the bound beside ``freshness.py``'s batches).
+"""Benchmark: the floor under a freshness batch: plain Spark MERGEs of five (``TABLES``) busy
+tables, with nothing of the mirror around them (the bound beside ``freshness.py``'s batches).
 
-Five Iceberg tables of 1,000 rows (``id, seq, note``, as ``freshness.py``'s), written as the
-mirror writes its tables (merge-on-read, zstd: ``table_properties``). Each round makes one
-batch's changes of each table (N each: 70 % updates, 15 % inserts, 15 % deletes of stored
-rows, as ``freshness.py``'s writer makes them) as rows in memory, then MERGEs them into the
-five tables concurrently, ``mirror.parallelism`` (4) at a time, as the mirror applies its
-tables; the round's wall time is timed, the changes' making is not. Nothing compacts the
-tables, as in ``freshness.py`` without ``EVERY_BATCHES``.
+Five (``TABLES``) Iceberg tables of 1,000 rows (``id, seq, note``, as ``freshness.py``'s),
+written as the mirror writes its tables (merge-on-read, zstd: ``table_properties``). Each
+round makes one batch's changes of each table (N each: 70 % updates, 15 % inserts, 15 %
+deletes of stored rows, as ``freshness.py``'s writer makes them) as rows in memory, then
+MERGEs them into the tables concurrently, ``mirror.parallelism`` (4) at a time, as the
+mirror applies its tables; the round's wall time is timed, the changes' making is not.
+Nothing compacts the tables, as in ``freshness.py`` without ``EVERY_BATCHES``.
 
 Prints the median and p95 round over the rounds after the first ten (a fresh JVM warms up
 over about ten) and the p50 delay that such batches allow under the issue's rule of thumb:
