@@ -115,7 +115,7 @@ bench: install ## benchmarks (need provision + stack-up): bootstrap of 200 table
 	$(BIN)/python benchmarks/stream_decode.py 1000000
 	$(BIN)/python benchmarks/initial_load.py 1000000
 
-bench-peers: install ## cdcmirror beside Flink SQL into an Iceberg upsert table on the same Debezium topic (PyFlink and its jars from PyPI and Maven Central, installed on first use into ~/.cache/cdcmirror/peers): time to equality, read cost, replay; 100k and 1M events; needs provision + stack-up
+bench-peers: install ## cdcmirror beside Flink SQL into an Iceberg upsert table on the same Debezium topic (PyFlink and its jars from PyPI and Maven Central, installed on first use into ~/.cache/cdcmirror/peers) and beside plain Spark's least batch job (the floor): time to equality, read cost, replay; 100k and 1M events; needs provision + stack-up
 	$(BIN)/python benchmarks/peers/flink_peer.py 20000 80000 --checkpoints=2,10
 	$(BIN)/python benchmarks/peers/flink_peer.py 200000 800000 --checkpoints=2,10 --no-replay
 

@@ -8,6 +8,8 @@ inserts, 20 deletes). When the topic holds them all, each system runs alone on i
 first offset, one after the other:
 
 - cdcmirror: ``cdcmirror mirror --available-now`` (``max_events_per_batch = 0``: one batch);
+- plain Spark (``spark_plain_job.py``, ``--no-plain`` skips it): the floor under cdcmirror's
+  time, the least Spark batch job from the topic to the table, on cdcmirror's session;
 - Flink (``flink_job.py``, PyFlink local MiniCluster, parallelism 2) once per checkpoint
   interval of ``--checkpoints`` (default 2 and 10 s), each into a fresh table, stopped when
   its consumer group has committed the topic's end and a checkpoint or two have passed.
@@ -25,7 +27,7 @@ Needs the provisioned PostgreSQL and the stack (`make provision stack-up`); the 
 by ``flink_setup.py`` (PyPI and Maven Central). Outside CI: ``make bench-peers``.
 
     .venv/bin/python benchmarks/peers/flink_peer.py [ROWS] [CHANGES] [--checkpoints=2,10]
-        [--no-replay]
+        [--no-replay] [--no-plain]
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class Run:
     differing: int = 0  # rows that differ in the newest snapshot, when none is equal
 
 
-def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
+def main(rows: int, changes: int, checkpoints: list[int], replay: bool, plain: bool) -> None:
     peer = setup()
     work = Path(tempfile.mkdtemp(prefix="cdcmirror-peers-"))  # kept when a run fails: its logs
     schema = create_source("peer", rows)
@@ -92,6 +94,8 @@ def main(rows: int, changes: int, checkpoints: list[int], replay: bool) -> None:
         end = services.wait_topic_quiet(topic, quiet=8.0, timeout=1800)
         print(f"topic {topic}: {end:,} offsets", flush=True)
         runs = [run_mirror(env, work, f"{schema}.items")]
+        if plain:
+            runs.append(run_plain_spark(env, work, topic, f"{schema}.items_plain"))
         for seconds in checkpoints:
             runs.append(run_flink(peer, topic, work / f"flink{seconds}", seconds))
         spark = spark_session(config, checkpoints, work)
@@ -131,22 +135,43 @@ def write_changes(schema: str, rows: int, changes: int) -> None:
 
 def run_mirror(env: dict[str, str], work: Path, table: str, label: str = "cdcmirror") -> Run:
     cli = Path(sys.executable).parent / "cdcmirror"
+    run, proc = timed(
+        label, table, [str(cli), "--log-level", "info", "mirror", "--available-now"], env, work
+    )
+    batches = [
+        line
+        for line in proc.stderr.splitlines()
+        if " done in " in line or '"phase_seconds"' in line or "consistent tag" in line
+    ]
+    print(f"{label}: process {run.process_seconds:.1f}s", *batches, sep="\n  ", flush=True)
+    return run
+
+
+def run_plain_spark(env: dict[str, str], work: Path, topic: str, table: str) -> Run:
+    """The floor under cdcmirror's time: plain Spark's least work from the topic to the table
+    (``spark_plain_job.py``), a fresh process on cdcmirror's session; then the same job again
+    in its warm JVM (after the table's commit: the time to equality does not include it)."""
+    job = str(Path(__file__).with_name("spark_plain_job.py"))
+    command = [sys.executable, job, topic, table, "--again"]
+    run, proc = timed("plain Spark, one batch job", table, command, env, work)
+    print(f"{run.label}: process {run.process_seconds:.1f}s", proc.stdout.strip(), sep="\n  ")
+    return run
+
+
+def timed(
+    label: str, table: str, command: list[str], env: dict[str, str], work: Path
+) -> tuple[Run, subprocess.CompletedProcess[str]]:
+    """``command`` run to its end in ``work`` with ``env`` added, its output kept beside the
+    run (``<label>.log``); a failure ends the benchmark."""
     run = Run(label, table, time.time())
     proc = subprocess.run(
-        [str(cli), "--log-level", "info", "mirror", "--available-now"],
-        cwd=work,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        check=False,
+        command, cwd=work, env={**os.environ, **env}, capture_output=True, text=True, check=False
     )
     run.process_seconds = time.time() - run.started
     (work / f"{label}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
-        raise SystemExit(f"cdcmirror mirror failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    batches = [line for line in proc.stderr.splitlines() if " done in " in line]
-    print(f"{label}: process {run.process_seconds:.1f}s", *batches, sep="\n  ", flush=True)
-    return run
+        raise SystemExit(f"{label} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return run, proc
 
 
 def run_flink(
@@ -307,7 +332,6 @@ def time_to_equality(spark: Any, run: Run, source: Any) -> None:
 
 def report(runs: list[Run], rows: int, changes: int) -> None:
     print(f"\n{rows:,} rows read by the snapshot, then {changes:,} changes:")
-    first = runs[0].equal_after
     for run in runs:
         if run.equal_after is None:
             print(
@@ -315,15 +339,19 @@ def report(runs: list[Run], rows: int, changes: int) -> None:
                 f"{run.snapshots} snapshots"
             )
             continue
-        ratio = (
-            f"; cdcmirror's time / this = {first / run.equal_after:.2f}"
-            if run is not runs[0] and first
-            else ""
-        )
         print(
             f"  {run.label}: equal to the source {run.equal_after:.1f}s after start "
-            f"({run.snapshots} snapshots){ratio}"
+            f"({run.snapshots} snapshots)"
         )
+    spark_runs = [r for r in runs if not r.label.startswith("Flink") and r.equal_after]
+    for peer in (r for r in runs if r.label.startswith("Flink") and r.equal_after):
+        assert peer.equal_after is not None
+        ratios = ", ".join(
+            f"{r.label} {r.equal_after / peer.equal_after:.2f}x"
+            for r in spark_runs
+            if r.equal_after is not None
+        )
+        print(f"  time to equality / {peer.label}'s: {ratios}")
 
 
 def read_costs(spark: Any, runs: list[Run]) -> None:
@@ -428,4 +456,5 @@ if __name__ == "__main__":
             int(args[1]) if len(args) > 1 else 80_000,
             [int(s) for s in every.split(",") if s],  # none: cdcmirror alone
             "--no-replay" not in sys.argv,
+            "--no-plain" not in sys.argv,
         )
