@@ -343,15 +343,12 @@ def report(runs: list[Run], rows: int, changes: int) -> None:
             f"  {run.label}: equal to the source {run.equal_after:.1f}s after start "
             f"({run.snapshots} snapshots)"
         )
-    spark_runs = [r for r in runs if not r.label.startswith("Flink") and r.equal_after]
-    for peer in (r for r in runs if r.label.startswith("Flink") and r.equal_after):
-        assert peer.equal_after is not None
-        ratios = ", ".join(
-            f"{r.label} {r.equal_after / peer.equal_after:.2f}x"
-            for r in spark_runs
-            if r.equal_after is not None
-        )
-        print(f"  time to equality / {peer.label}'s: {ratios}")
+    equal = [(r.label, r.equal_after) for r in runs if r.equal_after is not None]
+    spark_side = [(label, after) for label, after in equal if not label.startswith("Flink")]
+    for peer, seconds in equal:
+        if peer.startswith("Flink"):
+            ratios = ", ".join(f"{label} {after / seconds:.2f}x" for label, after in spark_side)
+            print(f"  time to equality / {peer}'s: {ratios}")
 
 
 def read_costs(spark: Any, runs: list[Run]) -> None:
