@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from cdcmirror import dialects
 from cdcmirror.cdc_columns import old_key, placeholder_flag, wire
 from cdcmirror.mirror.carriers import convert_sql, parse_carrier, wire_type
-from cdcmirror.mirror.positions import position_sql, snapshot_read_sql
+from cdcmirror.mirror.positions import position_gap_sql, position_sql, snapshot_read_sql
 from cdcmirror.mirror.spec import MirrorColumn, MirrorTable
 from cdcmirror.mirror.toast import toastable, unavailable_sql
 from cdcmirror.sql_text import q, spark_name, sql_string
@@ -178,7 +178,9 @@ def wire_exprs(
         key_ddl = ", ".join(
             f"{q(k)}: {wire_type(parse_carrier(table.column(k).carrier))}" for k in table.key
         )
-        header = f"filter(headers, h -> h.key = '{OLD_KEY_HEADER}')[0].value"
+        # the first header of that key (no lambda: ``positions.position_gap_sql`` says why)
+        first = f"array_position(headers.key, '{OLD_KEY_HEADER}')"
+        header = f"get(headers, {first} - 1).value"
         ddl = sql_string(f"STRUCT<{key_ddl}>")
         out.append(f"from_json(CAST({header} AS STRING), {ddl}) AS _cdc_old_key")
     return out
@@ -235,7 +237,7 @@ def _errors(table: MirrorTable) -> str:
             "coalesce(concat(': column(s) ', _cdc_misfits), ''))",
         ),
         (
-            "exists(_cdc_position, x -> x IS NULL)",
+            position_gap_sql(table.dialect),
             "'no source position (source block missing or incomplete)'",
         ),
     ]

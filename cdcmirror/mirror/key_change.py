@@ -70,7 +70,7 @@ def delete_half_sql(table: MirrorTable) -> str:
     """Condition over decoded events: the delete half of a key change, which is skipped."""
     if not applies_at_create(table):
         return "false"
-    header = f"coalesce(exists(_cdc_headers, h -> h.key = '{NEW_KEY_HEADER}'), false)"
+    header = f"coalesce(array_contains(_cdc_headers.key, '{NEW_KEY_HEADER}'), false)"
     return f"(_cdc_op = 'd' AND {header})"
 
 

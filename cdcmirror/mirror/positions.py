@@ -177,6 +177,19 @@ def reread_sql(op: str = "_cdc_op", position: str = "_cdc_position") -> str:
     return f"({op} = 'r' AND element_at({position}, 1) = 1)"
 
 
+def position_gap_sql(dialect: str, position: str = "_cdc_position") -> str:
+    """SQL: an element of an event's ``position`` (``position_sql``) is NULL, its source block
+    missing or incomplete. Element by element rather than ``exists(…, x -> x IS NULL)``:
+    Spark compiles no projection holding a lambda into its stage's generated code, and the
+    decode's rows would be written out and read back around it.
+
+    >>> position_gap_sql("postgresql", "p")
+    '(p[0] IS NULL OR p[1] IS NULL OR p[2] IS NULL OR p[3] IS NULL OR p[4] IS NULL)'
+    """
+    size = source_length(dialect) + 2  # then the Kafka partition and offset
+    return f"({' OR '.join(f'{position}[{i}] IS NULL' for i in range(size))})"
+
+
 def snapshot_read_sql(p: str) -> str:
     """SQL: the event of payload ``p`` is a read of an initial snapshot (phase 0), not a
     streamed change or an incremental-snapshot read (phase 1)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from cdcmirror import dialects
 from cdcmirror.mirror.consistent_point import Applied, Batch, TxEnd
-from cdcmirror.mirror.positions import source_length
+from cdcmirror.mirror.positions import position_gap_sql, source_length
 
 TRANSACTION_TOPIC = "transaction"  # Debezium's ``topic.transaction`` default
 UNMARKED = "\u0000unmarked"  # the transaction of a streamed change that names none
@@ -64,7 +64,7 @@ WITH c AS (
     SELECT concat(array(1L), slice(_cdc_position, 2, {n - 1})) AS pos,
       coalesce(_cdc_tx.id, '{UNMARKED}') AS tx, coalesce(_cdc_tx.order, 0) AS o
     FROM {view} WHERE _cdc_op IS NOT NULL AND _cdc_tx.streamed
-      AND NOT exists(_cdc_position, x -> x IS NULL)
+      AND NOT {position_gap_sql(dialect)}
   )
   GROUP BY tx, o
 ), i AS (

@@ -214,6 +214,14 @@ class AvroFrames:
         framed = framed if columns else framed.drop("_cdc_avro")
         return framed if envelope else framed.drop(ENVELOPE)
 
+    def builds_every_envelope(
+        self, spark: SparkSession, schemas: dict[int, str], envelope: AvroEnvelope
+    ) -> bool:
+        """Whether ``decode`` with ``envelope`` builds it from the record for every id of
+        ``schemas`` Spark reads: then no event of theirs has JSON text to parse."""
+        usable = [self._check(spark, sid, text) for sid, text in schemas.items()]
+        return all(envelope.sql(k[0], "r") is not None for k in usable if k is not None)
+
     def _check(self, spark: SparkSession, sid: int, text: str) -> tuple[str, list[str]] | None:
         """The plain schema of ``sid`` and its field names if Spark reads it, else None (the
         reason kept)."""

@@ -29,6 +29,7 @@ from cdcmirror.mirror.envelope import (
     checked_exprs,
     decoded_exprs,
     envelope_ddl,
+    raw_rows_ddl,
     raw_rows_sql,
     wire_exprs,
 )
@@ -116,9 +117,12 @@ def decode_events(
     too (``_cdc_tx``, for the consistent tag)."""
     from pyspark.sql import functions as F
 
+    built = False  # every envelope built from its record: no JSON text to parse
     if isinstance(avro, AvroReads) and "_cdc_json" not in events.columns:
         texts = avro.registry.schemas(sorted(int(k) for k in known or []))
-        events = avro.frames.decode(events, texts, envelope=AvroEnvelope(table, transactions))
+        envelope = AvroEnvelope(table, transactions)
+        events = avro.frames.decode(events, texts, envelope=envelope)
+        built = avro.frames.builds_every_envelope(events.sparkSession, texts, envelope)
     if schemas and parts and not avro:
         events = with_parts(events, parts)
     error = "_cdc_decode_error" if avro else NOT_UTF8_SQL
@@ -132,11 +136,14 @@ def decode_events(
     else:
         text = F.expr(payload_text_sql(parts or []) if schemas else "CAST(value AS STRING)")
     env = F.from_json(text, envelope_ddl(table, schemas, transactions), JSON_OPTIONS)
-    if avro and ENVELOPE in events.columns:  # built from the record, no JSON text
+    raw = F.expr(raw_rows_sql("env", schemas))
+    if built:  # and no ``from_json`` in the plan: Spark compiles no projection holding
+        # one into its stage's generated code, so each row would be written out and read
+        # back around it; a built envelope holds no unreadable value either
+        env, raw = F.col(ENVELOPE), F.lit(None).cast(f"STRUCT<{raw_rows_ddl(schemas)}>")
+    elif avro and ENVELOPE in events.columns:  # built from the record, no JSON text
         env = F.when(F.col(ENVELOPE).isNotNull(), F.col(ENVELOPE)).otherwise(env)
-    parsed = events.withColumn("env", env).withColumn(
-        "_cdc_raw", F.expr(raw_rows_sql("env", schemas))
-    )
+    parsed = events.withColumn("env", env).withColumn("_cdc_raw", raw)
     variants = _variants(carriers or {}, bool(avro), parts)
     return (
         parsed.selectExpr(*wire_exprs(table, schemas, error, variants, transactions))
