@@ -340,6 +340,8 @@ def test_a_batch_read_once_whose_envelopes_are_built_decodes_in_generated_code(
     assert interpreted(numbers) == []
     odd = ("ratio_d", optional("float"), "float32", "double", lambda r: r.choice(SPECIAL_FLOATS))
     assert interpreted([*numbers, odd]), "the text's parse was to be in the plan"
+    header = interpreted(FIELDS[:6])  # a text column: a key change's header is parsed
+    assert len(header) == 1 and "_cdc_old_key" in header[0], header
 
 
 def test_a_field_that_would_read_differently_goes_through_the_text(
